@@ -2,16 +2,17 @@
 //! or trim is no export or trace (a Chrome JSON that does not parse, a truncated Perfetto
 //! trace, a `.partial` trim left beside its output).
 //!
-//! [`Interruptible::install`] sets handlers for SIGINT, SIGTERM and SIGHUP (with
-//! `record::signals::set_handlers`, as `record` does); [`Interruptible::create_beside`] then
-//! creates the output's temporary file with the signals blocked, and names it to the
-//! handlers before they may run. A
-//! handler unlinks the file named, says so on standard error and exits 128+N for signal N,
-//! as `record` does (all three async-signal-safe: `unlink`, `write`, `_exit`). The file's
-//! name and the message are prepared before, in memory that is never freed, so a handler
-//! running on any thread while the output is finished or forgotten reads a valid one.
-//! [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals their
-//! default action again.
+//! [`Interruptible::install`] sets handlers for SIGINT, SIGTERM, SIGHUP, and the user
+//! signals and the timers' that would end the process by their default action
+//! (`record::signals::SIGNALS`, with `record::signals::set_handlers`, as `record` does);
+//! [`Interruptible::create_beside`] then creates the output's temporary file with the signals
+//! blocked, and names it to the handlers before they may run. A handler unlinks the file
+//! named, says so on standard error (one `error: interrupted by ...` line) and exits 128+N
+//! for signal N, as `record` does (all three async-signal-safe: `unlink`, `write`, `_exit`).
+//! The file's name and the message are prepared before, in memory that is never freed, so a
+//! handler running on any thread while the output is finished or forgotten reads a valid
+//! one. [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals
+//! their default action again.
 //!
 //! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
 //! killed one left ([`remove_abandoned`]). Each writer holds a lock on its temporary output
@@ -28,17 +29,17 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::record::signals::{restore_defaults, set_handlers};
+use crate::record::signals::{SIGNALS, restore_defaults, set_handlers};
 
-/// What a handler removes and says, for each of SIGINT, SIGTERM and SIGHUP.
+/// What a handler removes and says, for each of [`SIGNALS`].
 struct Removal {
     /// The files removed (one output, or a directory's tables).
     paths: Vec<CString>,
     /// Directories removed after them, in order (a directory of tables being written, then
     /// the one the export created for them): `rmdir`, so each only when it is left empty.
     dirs: Vec<CString>,
-    /// (signal, message) for each signal.
-    messages: [(libc::c_int, Vec<u8>); 3],
+    /// (signal, message) for each of [`SIGNALS`].
+    messages: [(libc::c_int, Vec<u8>); SIGNALS.len()],
 }
 
 /// The output a handler removes, else null. Never freed once set.
@@ -161,8 +162,8 @@ pub struct Interruptible {
 }
 
 impl Interruptible {
-    /// Sets the handlers: from now on SIGINT, SIGTERM or SIGHUP exit 128+N (removing the
-    /// output once [`Interruptible::create`] made it).
+    /// Sets the handlers: from now on each of [`SIGNALS`] exits 128+N (removing the output
+    /// once [`Interruptible::create_beside`] made it).
     pub fn install() -> Interruptible {
         // SAFETY: `handler` is a plain handler doing only async-signal-safe work.
         unsafe { set_handlers(handler as *const () as usize, 0) };
@@ -228,7 +229,7 @@ impl Interruptible {
         drop(locked);
         // By its whole path (created new, it is no symbolic link).
         let whole = std::fs::canonicalize(&temp).unwrap_or_else(|_| temp.clone());
-        name(&[whole], &[], removed, shown);
+        name(&[whole], &[], &removed_text(removed, shown));
         drop(blocked);
         Ok((temp, file))
     }
@@ -246,12 +247,12 @@ impl Interruptible {
         shown: &Path,
     ) {
         let blocked = Blocked::signals();
-        name(paths, dirs, removed, shown);
+        name(paths, dirs, &removed_text(removed, shown));
         drop(blocked);
     }
 
-    /// Runs `commit` (the renames that put a complete output in place) with SIGINT, SIGTERM
-    /// and SIGHUP blocked on this thread, the output forgotten first: a signal then (on
+    /// Runs `commit` (the renames that put a complete output in place) with [`SIGNALS`]
+    /// blocked on this thread, the output forgotten first: a signal then (on
     /// another thread) ends the process without removing anything, so that the output
     /// is never left without the files already renamed into it.
     #[cfg_attr(not(feature = "parquet"), allow(dead_code))] // Parquet's only
@@ -269,8 +270,14 @@ impl Interruptible {
     pub fn finished(self) {}
 }
 
-/// Stores what the handler removes and says (signals blocked by the caller).
-fn name(paths: &[std::path::PathBuf], dirs: &[&Path], removed: &str, shown: &Path) {
+/// What a handler says it removed: `removed {removed} {shown}`.
+fn removed_text(removed: &str, shown: &Path) -> String {
+    format!("removed {removed} {}", shown.shown())
+}
+
+/// Stores what the handler removes and says, `error: interrupted by SIGNAL: {said}`, once it
+/// removed a file (signals blocked by the caller).
+fn name(paths: &[std::path::PathBuf], dirs: &[&Path], said: &str) {
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).ok();
     let clear = if io::stderr().is_terminal() {
         "\r\x1b[K"
@@ -279,20 +286,14 @@ fn name(paths: &[std::path::PathBuf], dirs: &[&Path], removed: &str, shown: &Pat
     };
     let message = |signal: libc::c_int| {
         let name = crate::record::signal_text(signal);
-        let text = format!(
-            "{clear}error: interrupted by {name}: removed {removed} {}\n",
-            shown.shown()
-        );
+        // Files named as `ShowPath::shown` shows them: one line whatever a name holds.
+        let text = format!("{clear}error: interrupted by {name}: {said}\n");
         (signal, text.into_bytes())
     };
     let removal = Box::new(Removal {
         paths: paths.iter().filter_map(|p| c(p)).collect(),
         dirs: dirs.iter().filter_map(|d| c(d)).collect(),
-        messages: [
-            message(libc::SIGINT),
-            message(libc::SIGTERM),
-            message(libc::SIGHUP),
-        ],
+        messages: SIGNALS.map(message),
     });
     OUTPUT.store(Box::into_raw(removal), Ordering::SeqCst);
 }
@@ -306,8 +307,7 @@ impl Drop for Interruptible {
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP blocked on this thread until dropped (then a pending one is
-/// delivered).
+/// [`SIGNALS`] blocked on this thread until dropped (then a pending one is delivered).
 struct Blocked(libc::sigset_t);
 
 impl Blocked {
@@ -317,7 +317,7 @@ impl Blocked {
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            for signal in SIGNALS {
                 libc::sigaddset(&mut set, signal);
             }
             let mut old: libc::sigset_t = std::mem::zeroed();

@@ -15,7 +15,9 @@
 //! it, whether they run at once or one after another ([`crate::traces`]); every file written
 //! is summarised, and a trace that failed makes the exit code 2 when the program exited 0.
 //!
-//! SIGINT, SIGTERM and SIGHUP sent to hrx-trace (by `kill`, a CI runner's timeout, ...) are
+//! SIGINT, SIGTERM and SIGHUP sent to hrx-trace (by `kill`, a CI runner's timeout, ...), and
+//! SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF (which would end hrx-trace by their
+//! default action, the program then getting SIGTERM: [`signals::SIGNALS`]) are
 //! forwarded to the program and to every process it started (as nsys does: `sh -c 'prog'`
 //! must not leave `prog` running with its trace open), so that each can close its trace, or
 //! at least write what it holds (the runtime's fatal-signal flush); hrx-trace then exits
@@ -1036,7 +1038,8 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
     EXIT_FAILURE
 }
 
-/// Forwarding SIGINT, SIGTERM and SIGHUP to the recorded program while it runs.
+/// Forwarding [`signals::SIGNALS`] (SIGINT, SIGTERM, SIGHUP, the user signals and the
+/// timers') to the recorded program while it runs.
 #[cfg(unix)]
 pub(crate) mod signals {
     use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -1057,7 +1060,24 @@ pub(crate) mod signals {
     /// Whether the note that a signal was forwarded was printed (at the first one, so that
     /// it comes before what the program and `record` say next).
     static NOTED: AtomicBool = AtomicBool::new(false);
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    /// The signals hrx-trace handles while it records (forwarded to the program, or stopping
+    /// a workload), writes an output (`crate::partial`: removed) or replays and compares
+    /// (said to be interrupted): those a person or a supervisor sends to stop a process
+    /// (Ctrl-C, `kill`, a closed terminal, `timeout`, a CI runner), and those whose default
+    /// action ends a process that does not expect them, a user signal or a timer's (SIGUSR1,
+    /// SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF: hrx-trace uses none of them itself; they ended
+    /// a recording at once, its trace cut short with no signal named). SIGQUIT keeps its
+    /// default action, a core dump asked for; SIGPIPE is ignored (Rust's default).
+    pub(crate) const SIGNALS: [libc::c_int; 8] = [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+    ];
 
     /// A signal that repeats the last one counted within this many ns is the same
     /// delivery: coreutils `timeout` sends its signal to its child and then to the child's
@@ -1119,8 +1139,8 @@ pub(crate) mod signals {
         })
     }
 
-    /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for SIGINT, SIGTERM and
-    /// SIGHUP, except those this process was started with ignored ([`inherited_ignored`]).
+    /// Sets `handler` (an `SA_SIGINFO` handler when `flags` has it) for each of [`SIGNALS`],
+    /// except those this process was started with ignored ([`inherited_ignored`]).
     ///
     /// # Safety
     ///
@@ -1143,8 +1163,7 @@ pub(crate) mod signals {
         }
     }
 
-    /// Gives SIGINT, SIGTERM and SIGHUP their default action again (those started ignored
-    /// stay ignored).
+    /// Gives [`SIGNALS`] their default action again (those started ignored stay ignored).
     pub(crate) fn restore_defaults() {
         let ignored = inherited_ignored();
         for signal in SIGNALS {

@@ -362,7 +362,9 @@ fn after_signal(signal: Option<i32>, stopped: bool) -> AfterSignal {
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP during `record --workload`: the first stops a pipeline
+/// SIGINT, SIGTERM, SIGHUP, and the user signals and the timers' that would end hrx-trace
+/// by their default action (`crate::record::signals::SIGNALS`: SIGUSR1 left a trace cut
+/// short with no signal named), during `record --workload`: the first stops a pipeline
 /// workload after its frames in flight (`hazards` runs to its end, milliseconds), so the
 /// trace is closed and the report printed, as Nsight Systems does on Ctrl-C; exit 128+N.
 /// A second signal kills at once (its default action); the same signal again within a

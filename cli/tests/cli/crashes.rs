@@ -208,6 +208,62 @@ fn a_hang_stopped_by_sigterm_through_a_shell_keeps_the_running_region() {
     }
 }
 
+/// SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF sent to `record` are forwarded to the
+/// program as SIGTERM is, and named: `record` exits 128+N after its summary, whose `ended`
+/// line (as `info`'s `capture` line) names the signal and the region the program hung in.
+/// They ended `record` by their default action: the program got SIGTERM (its parent-death
+/// signal) and its trace named that, not the signal sent.
+#[test]
+fn the_user_and_timer_signals_are_forwarded_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for signal in [
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+    ] {
+        let name = hrx_capture::schema::signal_name(signal).unwrap();
+        let file = format!("{name}.hrxt");
+        let mut child = hrx_trace(dir.path())
+            .args(["record", "-o", &file, "--"])
+            .arg(crashing())
+            .arg("hang")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The program hangs in its callback once it said so; `record` handles signals from
+        // before it started the program.
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.next().unwrap().unwrap();
+        assert!(line.starts_with("running "), "{line}");
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let rest: Vec<String> = lines.map(Result::unwrap).collect();
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(128 + signal), "{name}: {err}");
+        assert!(
+            err.contains(&format!(
+                "note: hrx-trace received signal {signal} ({name}) and forwarded it to "
+            )),
+            "{err}"
+        );
+        let ended = rest
+            .iter()
+            .find_map(|l| l.strip_prefix("ended"))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no ended line: {rest:?}"));
+        assert!(
+            ended.starts_with(&format!("killed by {name} during submission 1, region ")),
+            "{ended}"
+        );
+        let capture = capture_line(dir.path(), &file);
+        assert_eq!(capture, format!("{ended} (cut short: never closed)"));
+    }
+}
+
 /// The `running` line of `stats` of the trace `file` in `dir`, if it has one; `wait`: the
 /// trace is being written, so asked again until its writer has flushed the region's start
 /// (a liveness limit of a minute, not a measurement).

@@ -830,10 +830,10 @@ fn a_full_disk_still_prints_the_json_line() {
     );
 }
 
-/// SIGINT (a Ctrl-C) or SIGTERM (a CI runner's timeout) during a long `record --workload`
-/// stops it after the frames in flight: the report and the summary of a cleanly closed
-/// trace, then exit 128+N. Before, the signal killed hrx-trace and left a trace that was
-/// never closed. The same signal twice at once, as coreutils `timeout` sends it (to its child,
+/// SIGINT (a Ctrl-C), SIGTERM (a CI runner's timeout) or SIGUSR1 (a signal nobody handles)
+/// during a long `record --workload` stops it after the frames in flight: the report and
+/// the summary of a cleanly closed trace, then exit 128+N. Before, the signal killed
+/// hrx-trace and left a trace that was never closed (SIGUSR1 until session 51). The same signal twice at once, as coreutils `timeout` sends it (to its child,
 /// then to the child's process group), is one: it killed the workload before its trace was
 /// closed when the second counted as a second interrupt. A try whose two signals this test
 /// could not send within 100 ms of each other (a loaded machine) is not judged: it runs again.
@@ -845,6 +845,8 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
         (libc::SIGINT, "SIGINT", 1),
         (libc::SIGTERM, "SIGTERM", 1),
         (libc::SIGTERM, "SIGTERM", 2),
+        // A user signal ended the run by its default action, the trace cut short unnamed.
+        (libc::SIGUSR1, "SIGUSR1", 1),
     ] {
         for attempt in 0.. {
             let file = format!("{name}-{times}-{attempt}.hrxt");
