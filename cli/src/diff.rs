@@ -183,6 +183,11 @@
 //!              those, the ones an incomplete trace lacks (not a difference),
 //!              "empty_side": "base"|"new"|null (the trace without a submission)}}
 //! ```
+//!
+//! Interrupted while it reads and compares (SIGINT, SIGTERM, SIGHUP, and the signals
+//! `record` forwards: `crate::record::signals::SIGNALS`), it says so in one line, `error:
+//! interrupted by signal 2 (SIGINT): the comparison of a.hrxt and b.hrxt stopped before its
+//! verdict: nothing judged`, and exits 128+N ([`crate::partial`]).
 
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
@@ -264,6 +269,15 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     )?;
     crate::failure::require_rereadable(&args.base, "diff")?;
     crate::failure::require_rereadable(&args.new, "diff")?;
+    // Interrupted (Ctrl-C, a CI runner's timeout), the comparison says so in one line and
+    // exits 128+N, as `export` and `trim` do (it exited 130 without a word); until its
+    // report is made, which is then printed at once.
+    let interruptible = crate::partial::Interruptible::install();
+    interruptible.say(&format!(
+        "the comparison of {} and {} stopped before its verdict: nothing judged",
+        args.base.shown(),
+        args.new.shown()
+    ));
     let (mut base, base_warned) = load(&args.base)?;
     let (mut new, new_warned) = load(&args.new)?;
     let trace_error = |e: DiffError| match e {
@@ -287,6 +301,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         .map_err(trace_error)?;
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     let mut report = report(&args, &comparison, &matched);
+    interruptible.finished();
     report["graphs_matched_by_structure"] = reordered.into();
     // A side recorded on a loaded host has host-side times that include waits for a CPU.
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});

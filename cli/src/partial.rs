@@ -1,6 +1,8 @@
 //! An output being written when hrx-trace is interrupted is removed: a half-written export
 //! or trim is no export or trace (a Chrome JSON that does not parse, a truncated Perfetto
-//! trace, a `.partial` trim left beside its output).
+//! trace, a `.partial` trim left beside its output). A verb that writes nothing (`replay`,
+//! `diff`) says that it was interrupted and what that left ([`Interruptible::say`]): it
+//! exited 130 on Ctrl-C without a word.
 //!
 //! [`Interruptible::install`] sets handlers for SIGINT, SIGTERM, SIGHUP, and the user
 //! signals and the timers' that would end the process by their default action
@@ -40,6 +42,9 @@ struct Removal {
     dirs: Vec<CString>,
     /// (signal, message) for each of [`SIGNALS`].
     messages: [(libc::c_int, Vec<u8>); SIGNALS.len()],
+    /// Whether the message is said with nothing removed (nothing was to be: a verb that
+    /// writes no output), else only once a file was.
+    always: bool,
 }
 
 /// The output a handler removes, else null. Never freed once set.
@@ -59,7 +64,7 @@ extern "C" fn handler(signal: libc::c_int) {
             for dir in &removal.dirs {
                 libc::rmdir(dir.as_ptr());
             }
-            if removed
+            if (removed || removal.always)
                 && let Some((_, message)) = removal.messages.iter().find(|(s, _)| *s == signal)
             {
                 libc::write(2, message.as_ptr().cast(), message.len());
@@ -163,7 +168,8 @@ pub struct Interruptible {
 
 impl Interruptible {
     /// Sets the handlers: from now on each of [`SIGNALS`] exits 128+N (removing the output
-    /// once [`Interruptible::create_beside`] made it).
+    /// once [`Interruptible::create_beside`] made it, saying what [`Interruptible::say`]
+    /// said).
     pub fn install() -> Interruptible {
         // SAFETY: `handler` is a plain handler doing only async-signal-safe work.
         unsafe { set_handlers(handler as *const () as usize, 0) };
@@ -229,7 +235,7 @@ impl Interruptible {
         drop(locked);
         // By its whole path (created new, it is no symbolic link).
         let whole = std::fs::canonicalize(&temp).unwrap_or_else(|_| temp.clone());
-        name(&[whole], &[], &removed_text(removed, shown));
+        name(&[whole], &[], &removed_text(removed, shown), false);
         drop(blocked);
         Ok((temp, file))
     }
@@ -247,7 +253,16 @@ impl Interruptible {
         shown: &Path,
     ) {
         let blocked = Blocked::signals();
-        name(paths, dirs, &removed_text(removed, shown));
+        name(paths, dirs, &removed_text(removed, shown), false);
+        drop(blocked);
+    }
+
+    /// For a verb that writes no output: an interruption from now on says `error:
+    /// interrupted by SIGNAL: {what}` (what it stopped and left: `the replay of t.hrxt
+    /// stopped before its verdict: nothing judged`), then exits 128+N.
+    pub fn say(&self, what: &str) {
+        let blocked = Blocked::signals();
+        name(&[], &[], what, true);
         drop(blocked);
     }
 
@@ -275,9 +290,9 @@ fn removed_text(removed: &str, shown: &Path) -> String {
     format!("removed {removed} {}", shown.shown())
 }
 
-/// Stores what the handler removes and says, `error: interrupted by SIGNAL: {said}`, once it
-/// removed a file (signals blocked by the caller).
-fn name(paths: &[std::path::PathBuf], dirs: &[&Path], said: &str) {
+/// Stores what the handler removes and says, `error: interrupted by SIGNAL: {said}`, said
+/// `always` or once it removed a file (signals blocked by the caller).
+fn name(paths: &[std::path::PathBuf], dirs: &[&Path], said: &str, always: bool) {
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).ok();
     let clear = if io::stderr().is_terminal() {
         "\r\x1b[K"
@@ -294,6 +309,7 @@ fn name(paths: &[std::path::PathBuf], dirs: &[&Path], said: &str) {
         paths: paths.iter().filter_map(|p| c(p)).collect(),
         dirs: dirs.iter().filter_map(|d| c(d)).collect(),
         messages: SIGNALS.map(message),
+        always,
     });
     OUTPUT.store(Box::into_raw(removal), Ordering::SeqCst);
 }

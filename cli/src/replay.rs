@@ -28,6 +28,11 @@
 //! the trace was recorded in lossy mode) and `warnings` (each `warning:` line standard error
 //! has, without its `warning: `, in order: what reading the trace found, the options, the
 //! gate and the baseline), as `info --json`, `stats --json` and, per side, `diff --json`.
+//!
+//! Interrupted while it replays (SIGINT, SIGTERM, SIGHUP, and the signals `record` forwards:
+//! `crate::record::signals::SIGNALS`), it says so in one line, `error: interrupted by signal
+//! 2 (SIGINT): the replay of t.hrxt stopped before its verdict: nothing judged` (and that no
+//! baseline was saved or added to, where one was to be), and exits 128+N ([`crate::partial`]).
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -224,6 +229,19 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    // Interrupted (Ctrl-C, a CI runner's timeout), the replay says so in one line and exits
+    // 128+N, as `export` and `trim` do (it exited 130 without a word). Until the replay is
+    // done: what follows prints its verdict and saves a baseline, each at once.
+    let interruptible = crate::partial::Interruptible::install();
+    interruptible.say(&format!(
+        "the replay of {} stopped before its verdict: nothing judged{}",
+        args.file.shown(),
+        match saved_to {
+            Some(("--add-to-baseline", path)) => format!(", nothing added to {}", path.shown()),
+            Some((_, path)) => format!(", no baseline saved to {}", path.shown()),
+            None => String::new(),
+        }
+    ));
     let progress = crate::output::progress(0).with_style(crate::output::bar_style(
         "{spinner} replay {pos}/{len} submissions [{bar:30}] {rate}",
     ));
@@ -262,6 +280,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     });
     progress.finish_and_clear();
+    interruptible.finished();
     // A trace that does not read is told, and hinted at, as every other verb tells it.
     let report = match report {
         Err(hrx_replay::ReplayError::Read { source, .. }) => {

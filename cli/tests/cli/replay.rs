@@ -1713,3 +1713,71 @@ fn the_source_of_a_trim_is_named_escaped_by_info_stats_and_replay() {
         assert!(!text.contains('\u{1b}'), "{args:?}: {text:?}");
     }
 }
+
+/// `replay` and `diff` interrupted (Ctrl-C, a CI runner's timeout) say so in one line, what
+/// they stopped and that nothing was judged (nor a baseline saved), and exit 128+N, as an
+/// interrupted `export` or `trim` says what it removed: both exited 130 without a word. The
+/// signal meets each once its handler is in place, the process stopped meanwhile
+/// ([`crate::util::signal_once_handled`]); the trace is large enough (20,000 submissions,
+/// replayed 3 times) that neither is done by then.
+#[test]
+fn an_interrupted_replay_or_diff_says_so_in_one_line() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["-q", "record", "-o", "hv.hrxt", "--"])
+        .arg(crate::util::example("host_visible"))
+        .arg("20000")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let cases: [(&[&str], libc::c_int, &str); 3] = [
+        (
+            &[
+                "replay",
+                "--backend",
+                "sim",
+                "--repeat",
+                "2",
+                "hv.hrxt",
+                "--save-baseline",
+                "b.json",
+            ],
+            libc::SIGINT,
+            "the replay of hv.hrxt stopped before its verdict: nothing judged, no baseline \
+             saved to b.json",
+        ),
+        (
+            &["diff", "hv.hrxt", "hv.hrxt"],
+            libc::SIGINT,
+            "the comparison of hv.hrxt and hv.hrxt stopped before its verdict: nothing judged",
+        ),
+        // A timer's signal, which would end it by its default action, is one too.
+        (
+            &["diff", "hv.hrxt", "hv.hrxt"],
+            libc::SIGALRM,
+            "the comparison of hv.hrxt and hv.hrxt stopped before its verdict: nothing judged",
+        ),
+    ];
+    for (args, signal, said) in cases {
+        let mut child = hrx_trace(dir.path())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let caught = crate::util::signal_once_handled(&mut child, signal);
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(caught, "{args:?} never handled signal {signal}: {err}");
+        assert_eq!(out.status.code(), Some(128 + signal), "{args:?}: {err}");
+        let name = hrx_capture::schema::signal_name(signal).unwrap();
+        assert_eq!(
+            err,
+            format!("error: interrupted by signal {signal} ({name}): {said}\n"),
+            "{args:?}"
+        );
+        assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
+        assert!(!dir.path().join("b.json").exists());
+    }
+}

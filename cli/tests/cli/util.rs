@@ -345,3 +345,48 @@ pub fn send_twice_at_once(pid: u32, signal: libc::c_int) -> bool {
     }
     start.elapsed() < std::time::Duration::from_millis(100)
 }
+
+/// Sends `signal` to `child` once it handles it: once its `/proc` status lists a handler
+/// for `signal` (`SigCgt`), the child is stopped (SIGSTOP), sent `signal` and continued, so
+/// that the signal meets the handler however the machine schedules this thread. `false`
+/// where it never handled `signal` while it ran (it exited first, or had let go of its
+/// handler by the time it stopped: its work was done), the signal not sent.
+pub fn signal_once_handled(child: &mut std::process::Child, signal: libc::c_int) -> bool {
+    let pid = child.id() as libc::pid_t;
+    let handled = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+    };
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        if handled() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // Stopped or exited (WNOWAIT leaves either state to be reaped by the caller).
+    // SAFETY: a zeroed siginfo_t is valid to be written by waitid; `pid` is our child.
+    let stopped = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT;
+        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) == 0
+            && info.si_code == libc::CLD_STOPPED
+    };
+    let caught = stopped && handled();
+    // SAFETY: as above; the signal waits for SIGCONT.
+    unsafe {
+        if caught {
+            libc::kill(pid, signal);
+        }
+        libc::kill(pid, libc::SIGCONT);
+    }
+    caught
+}
