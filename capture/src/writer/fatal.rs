@@ -10,6 +10,17 @@
 //! the program never expected, keeps its last records too), a recorder installs a handler
 //! (`SA_SIGINFO`, every one of these signals blocked while it runs).
 //!
+//! The termination signals stay the application's: a library must not take from it a signal
+//! it may use (SIGUSR1 for a reload, SIGALRM for a timer, SIGPROF for a profiler). So the
+//! recorder takes one only while its action is the default one, which would end the process
+//! anyway, never one the program handles or ignores when the recorder starts (its own
+//! handler then runs alone, as untraced); a handler the program installs later replaces the
+//! recorder's (see "What is not" below). What a program may see is `sigaction` reporting the
+//! recorder's handler where it left the default. The real-time signals are not taken at
+//! all. (`hrx-trace record` handles SIGINT, SIGTERM, SIGHUP, the user signals and the
+//! timers' in its own process and forwards them to the program, whose recorder then names
+//! the signal as here.)
+//!
 //! The handler's stack: SIGSEGV and SIGBUS may mean the thread's stack is exhausted, so they
 //! run on the thread's alternate signal stack (`SA_ONSTACK`); every other signal runs on the
 //! stack of the thread it interrupted, which has room. Rust gives each thread an alternate
