@@ -26,9 +26,10 @@
 //! nothing is made up for it: its host, pid, command line and wall clock are said to be
 //! unknown (process labels, Chrome `otherData.session_record`, no wall clock in the Perfetto
 //! clock snapshot, null in Parquet `sessions`), and its times are put on `CLOCK_MONOTONIC`
-//! from its first calibration read (`monotonic_ns - next_session_ns`: the session's base
-//! plus the clock's offset then, which differs from the lost first calibration's by the
-//! drift between them), else left as session ns and said to be (Chrome's `otherData.clock`,
+//! from its first calibration read, wherever in the trace it lies ([`read_session`];
+//! `monotonic_ns - next_session_ns`: the session's base plus the clock's offset then,
+//! which differs from the lost first calibration's by the drift between them), else, where
+//! none survived, left as session ns and said to be (Chrome's `otherData.clock`,
 //! Parquet's `clock` `session`; the Perfetto export then names no clock at all: no clock
 //! snapshot and no `timestamp_clock_id`, so the times are the trace's own, not
 //! `CLOCK_MONOTONIC`).
@@ -45,6 +46,7 @@
 //! `c`) and the thread's session index or the counter's name id, low 8 bits set.
 
 use hrx_capture::TraceReader;
+use hrx_capture::format::{FormatMajor, FormatMinor, FormatVersion};
 use hrx_capture::schema::{AnnotationId, HostClock, Record, RuntimeId, SessionStart};
 use std::io::Read;
 
@@ -113,15 +115,29 @@ fn lost_note(recovered: bool) -> &'static str {
 /// Records read for a `SessionStart` (the first record) before it is taken as lost.
 const SESSION_RECORDS: usize = 16;
 
-/// Records read past a lost `SessionStart` for a calibration: every flush that writes
-/// records writes one, so the first surviving block holds one; older traces (before 1.6)
-/// hold none, and are not read whole for it.
-const CLOCK_RECORDS: usize = 1 << 16;
+/// Records of the first block read that [`Survived`] hashes, at most, counted from the
+/// trace's first record read.
+const SURVIVED_RECORDS: usize = SESSION_RECORDS + (1 << 16);
+
+/// The format that brought calibrations (`HostClock`, 1.6): an older trace holds none, and
+/// is not read past its first block for one.
+const CALIBRATED: FormatVersion = FormatVersion {
+    major: FormatMajor(1),
+    minor: FormatMinor(6),
+};
 
 /// Reads the start of a trace for its session: its `SessionStart`, or where that was lost,
-/// its first calibration ([`TraceSession::Lost`]). Records that cannot be read are
-/// skipped (the export's own pass says what was lost).
+/// its first calibration ([`TraceSession::Lost`]), wherever it lies. Records that cannot be
+/// read are skipped (the export's own pass says what was lost).
+///
+/// The recorder calibrates on its timer, not per block: a busy recording writes hundreds
+/// of thousands of records, several blocks, between two calibrations, so the first
+/// surviving block may hold none. A lost session is read on until its first calibration,
+/// to the end of the trace where none survived (so such a damaged trace is read up to twice
+/// by an export, an intact one only as far as its first record); a trace older than format
+/// 1.6 holds none and is read only to the end of its first block (what is hashed of it).
 pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
+    let calibrated = reader.header().version >= CALIBRATED;
     let mut clock = None;
     let mut survived = Survived::default();
     for (n, (at, record)) in reader.filter_map(Result::ok).enumerate() {
@@ -130,15 +146,16 @@ pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
         {
             return TraceSession::Recorded(s);
         }
-        let first_block = survived.add(at, &record);
+        let hashed = n < SURVIVED_RECORDS && survived.add(at, &record);
         if clock.is_none()
             && let Record::HostClock(c) = record
         {
             clock = Some(c);
         }
-        // Read on for a calibration, and to the end of the first block read.
-        let enough = clock.is_some() && !first_block;
-        if n + 1 >= SESSION_RECORDS && (enough || n + 1 >= SESSION_RECORDS + CLOCK_RECORDS) {
+        // Read on to the end of the first block read (or as far as it is hashed), and for
+        // a calibration where the trace's format has them.
+        let enough = !hashed && (clock.is_some() || !calibrated);
+        if n + 1 >= SESSION_RECORDS && enough {
             break;
         }
     }
@@ -150,7 +167,7 @@ pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
 
 /// What survived of a lost session's start: an xxh3-64 of the records of the first block
 /// read (each one's block offset in the file and its postcard encoding, as the block holds
-/// them; up to [`SESSION_RECORDS`] + [`CLOCK_RECORDS`] of them).
+/// them; those among the trace's first [`SURVIVED_RECORDS`] records read).
 ///
 /// It tells two traces whose `SessionStart` was lost apart where no calibration does (a
 /// trace older than format 1.6, or one whose calibrations were damaged too): a block holds

@@ -907,8 +907,19 @@ fn a_region_running_at_a_crash_and_the_signal_are_exported() {
 /// `base_ns` and the wall clock `wall_s` seconds after the epoch, with a calibration whose
 /// offset is 7 ns.
 fn process_pipeline(host: &str, pid: u32, base_ns: u64, wall_s: i64) -> Vec<Record> {
+    process_pipeline_of(PipelineSpec::ops(12), host, pid, base_ns, wall_s)
+}
+
+/// [`process_pipeline`] of `spec`.
+fn process_pipeline_of(
+    spec: PipelineSpec,
+    host: &str,
+    pid: u32,
+    base_ns: u64,
+    wall_s: i64,
+) -> Vec<Record> {
     use hrx_capture::schema::{HostClock, HostClockSource};
-    let mut records: Vec<Record> = pipeline(PipelineSpec::ops(12)).collect();
+    let mut records: Vec<Record> = pipeline(spec).collect();
     let Record::SessionStart(start) = &mut records[0] else {
         panic!("a session first");
     };
@@ -2268,6 +2279,100 @@ fn a_lost_session_without_a_calibration_claims_no_clock_in_perfetto() {
     let trace = pb::Trace::decode(&recovered[..]).unwrap();
     let defaults = trace.packet[0].trace_packet_defaults.as_ref().unwrap();
     assert_eq!(defaults.timestamp_clock_id, Some(3));
+}
+
+/// A trace that lost only its first block, whose surviving calibrations all lie far into
+/// it, is put on `CLOCK_MONOTONIC` by the first one read, as one whose calibration is in
+/// its first surviving block is. The recorder calibrates on its timer, not per block: a
+/// busy recording writes hundreds of thousands of records between two calibrations, and
+/// [`read_session`] gave up 65,552 records in, so that the export said "no clock
+/// calibration read" (times from the session's start, no Perfetto clock snapshot, Parquet
+/// `clock` `session`) while `info` counted the calibrations (break-it pass, session 51).
+#[test]
+fn a_lost_session_is_placed_by_a_calibration_far_into_the_trace() {
+    let base = 5_000_000_000_000;
+    let intact = process_pipeline_of(
+        PipelineSpec::ops(24_000),
+        "node-a",
+        4242,
+        base,
+        1_700_000_000,
+    );
+    // Its calibration after every other record (`lost_session`).
+    let lost = lost_session(&intact, true);
+    assert!(lost.len() > (1 << 16) + 16, "{} records", lost.len());
+    let file = |records: &[Record]| -> Vec<u8> {
+        let mut writer = hrx_capture::TraceWriter::new(Vec::new()).unwrap();
+        for r in records {
+            writer.write(r).unwrap();
+        }
+        writer.finish().unwrap().0
+    };
+    let (lost, intact) = (file(&lost), file(&intact));
+    let session = read_session(TraceReader::new(&lost[..]).unwrap());
+    assert!(
+        matches!(session, TraceSession::Lost { clock: Some(_), .. }),
+        "{session:?}"
+    );
+    assert_eq!(session.monotonic_base_ns(), Some(base + 7));
+    let export_file = |bytes: &[u8], format: Format| -> Vec<u8> {
+        let session = read_session(TraceReader::new(bytes).unwrap());
+        let mut out = Vec::new();
+        write(TraceReader::new(bytes).unwrap(), session, format, &mut out).unwrap();
+        out
+    };
+    // Chrome: on CLOCK_MONOTONIC, at the intact trace's times.
+    let chrome = |bytes: &[u8]| -> serde_json::Value {
+        serde_json::from_slice(&export_file(bytes, Format::Chrome)).unwrap()
+    };
+    let (doc, intact_doc) = (chrome(&lost), chrome(&intact));
+    assert_eq!(doc["otherData"]["clock"], "CLOCK_MONOTONIC");
+    let note = doc["otherData"]["session_record"].as_str().unwrap();
+    assert!(
+        note.contains("times put on CLOCK_MONOTONIC from the first clock calibration read"),
+        "{note}"
+    );
+    assert_eq!(
+        doc["otherData"]["ts_base_ns"],
+        intact_doc["otherData"]["ts_base_ns"]
+    );
+    assert_eq!(chrome_slices(&doc), chrome_slices(&intact_doc));
+    // Perfetto: a snapshot of CLOCK_MONOTONIC at the recovered base, the sequence's clock.
+    let out = export_file(&lost, Format::Perfetto);
+    let trace = pb::Trace::decode(&out[..]).unwrap();
+    let defaults = trace.packet[0].trace_packet_defaults.as_ref().unwrap();
+    assert_eq!(defaults.timestamp_clock_id, Some(3));
+    let snapshots: Vec<Vec<(u32, u64)>> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.clock_snapshot.as_ref())
+        .map(|s| {
+            s.clocks
+                .iter()
+                .map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(snapshots, [vec![(3, base + 7)]]);
+    // Parquet: `clock` CLOCK_MONOTONIC, the recovered base; the same id exported again.
+    #[cfg(feature = "parquet")]
+    {
+        let sessions = || {
+            let dir = tempfile::tempdir().unwrap();
+            let session = read_session(TraceReader::new(&lost[..]).unwrap());
+            let traces = vec![(TraceReader::new(&lost[..]).unwrap(), session)];
+            super::parquet::write_parquet(traces, dir.path()).unwrap();
+            parquet_rows(dir.path(), "sessions")
+        };
+        let rows = sessions();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0][5], Some((base + 7).to_string()));
+        assert_eq!(
+            (rows[0][9].as_deref(), rows[0][10].as_deref()),
+            (Some("lost"), Some("CLOCK_MONOTONIC"))
+        );
+        assert_eq!(sessions()[0][0], rows[0][0], "one trace, two ids");
+    }
 }
 
 /// Parquet `sessions` has a row for a trace whose `SessionStart` was lost, so that the
