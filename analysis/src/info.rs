@@ -505,6 +505,18 @@ impl TraceInfo {
         )
     }
 
+    /// How the trace ends where that is news (see [`Ending`]); `live`: a recorder holds the
+    /// file, so that a trace not closed yet is being written, not cut short.
+    pub fn ending(&self, live: bool) -> Option<Ending> {
+        ending(
+            self.recovery.closed,
+            live,
+            self.ranges.values(),
+            self.death(),
+            || self.at_the_end(),
+        )
+    }
+
     /// How the file ended, in a few words.
     pub fn close_state(&self) -> String {
         let r = &self.recovery;
@@ -533,6 +545,88 @@ impl ScanSummary {
             &self.in_flight,
             self.submissions,
         )
+    }
+
+    /// How the trace ends where that is news ([`TraceInfo::ending`]), from the streaming
+    /// pass's joins and `ranges`, the trace's ranges (`Stats::ranges`); `live`: a recorder
+    /// holds the file. Records read from memory ([`ScanSummary::recovery`] `None`) have none.
+    pub fn ending(&self, ranges: &[TraceRange], live: bool) -> Option<Ending> {
+        let recovery = self.recovery.as_ref()?;
+        let at_the_end = || {
+            at_the_end(
+                self.index.runtimes().len() > 1,
+                &self.running,
+                &self.in_flight,
+                self.submissions,
+            )
+        };
+        ending(
+            recovery.closed,
+            live,
+            ranges.iter(),
+            self.death(),
+            at_the_end,
+        )
+    }
+}
+
+/// How a trace ends where that is news, as `info`'s `capture` line, `stats`' `ended` line
+/// (`stats --json` `ended`) and `record`'s summary say it, from one decision
+/// ([`TraceInfo::ending`], [`ScanSummary::ending`]): a trace never closed, or one closed by
+/// `trim` from a recording that was not. A trace closed at its run's end, stopped by a
+/// signal and then closed, or still being written has none: `info` says those in words of
+/// its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ending {
+    /// Closed by `trim` from a recording that was not read whole, and why it was not
+    /// (`the process crashed: SIGSEGV`, [`crate::trim::source_note`]): where that
+    /// recording ended lies outside the trim, which says nothing of it.
+    TrimmedFromIncomplete(String),
+    /// Never closed, a signal having ended the process: [`TraceInfo::death`]
+    /// (`crashed: SIGSEGV during submission 12, region 2 running`).
+    Died(String),
+    /// Never closed, and nothing in it says why (a `SIGKILL` nobody noted, a write that
+    /// failed, a file cut short): where it ends ([`TraceInfo::at_the_end`], `after 5
+    /// submissions`).
+    NeverClosed(String),
+}
+
+impl std::fmt::Display for Ending {
+    /// The `ended` line of `stats` and `record`: `trimmed from an incomplete recording (the
+    /// process crashed: SIGSEGV; see range)`, `crashed: SIGSEGV after 12 submissions`, `never
+    /// closed after 5 submissions`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::TrimmedFromIncomplete(why) => {
+                write!(f, "trimmed from an incomplete recording ({why}; see range)")
+            }
+            Ending::Died(death) => f.write_str(death),
+            Ending::NeverClosed(at) => write!(f, "never closed {at}"),
+        }
+    }
+}
+
+/// [`Ending`] of a trace `closed` cleanly or not, `live` (a recorder holds it), holding
+/// `ranges`, ended by a signal as `death` says, that ends as `at_the_end` says.
+fn ending<'a>(
+    closed: bool,
+    live: bool,
+    mut ranges: impl Iterator<Item = &'a TraceRange>,
+    death: Option<String>,
+    at_the_end: impl FnOnce() -> String,
+) -> Option<Ending> {
+    if closed {
+        // A trim is closed by `trim` whatever its source was: a signal's record in it is the
+        // source's, and where the source ended lies past the trim's last submission.
+        return ranges
+            .find_map(|r| crate::trim::source_note(r.trimmed_from.as_deref()?).1)
+            .map(|why| Ending::TrimmedFromIncomplete(why.to_owned()));
+    }
+    match death {
+        Some(death) => Some(Ending::Died(death)),
+        None if live => None,
+        None => Some(Ending::NeverClosed(at_the_end())),
     }
 }
 
@@ -688,5 +782,50 @@ mod tests {
         assert!(info.in_flight.is_empty() && info.running.is_empty());
         assert_eq!(info.at_the_end(), "after 10 submissions");
         assert!(info.death().is_none());
+    }
+
+    /// One decision for `info`, `stats` and `record`: a trace closed by a trim of an
+    /// incomplete recording says so (not the signal its source died of, which came after the
+    /// trim's submissions); one never closed says the signal where one ended it, else where it
+    /// ends, unless a recorder still writes it; a clean close of a whole run says nothing.
+    #[test]
+    fn how_a_trace_ends_is_one_decision() {
+        let range = |from: &str| TraceRange {
+            runtime: RuntimeId(1),
+            start: SubmissionIndex(2),
+            end: Some(SubmissionIndex(6)),
+            trigger: "submissions:2..6".into(),
+            trimmed_from: Some(from.into()),
+            time_ns: 0,
+            fault: None,
+        };
+        let crashed = range("sv.hrxt (incomplete: the process crashed: SIGSEGV)");
+        let whole = range("w.hrxt");
+        let death = || Some("crashed: SIGSEGV after 3 submissions".to_owned());
+        let at = || "after 3 submissions".to_owned();
+        let said = |e: Option<Ending>| e.map(|e| e.to_string());
+        assert_eq!(
+            said(ending(true, false, [&crashed].into_iter(), death(), at)),
+            Some(
+                "trimmed from an incomplete recording (the process crashed: SIGSEGV; see range)"
+                    .into()
+            )
+        );
+        assert_eq!(ending(true, false, [&whole].into_iter(), death(), at), None);
+        assert_eq!(ending(true, false, [].into_iter(), None, at), None);
+        assert_eq!(
+            said(ending(false, false, [].into_iter(), death(), at)),
+            death()
+        );
+        // Being written: where it is now is no end; a signal's record is one.
+        assert_eq!(
+            said(ending(false, true, [].into_iter(), death(), at)),
+            death()
+        );
+        assert_eq!(ending(false, true, [].into_iter(), None, at), None);
+        assert_eq!(
+            said(ending(false, false, [&whole].into_iter(), None, at)),
+            Some("never closed after 3 submissions".into())
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::args::InfoArgs;
 use crate::failure::TraceError;
-use hrx_analysis::info::TraceInfo;
+use hrx_analysis::info::{Ending, TraceInfo};
 use hrx_analysis::units::{bytes, duration, plural};
 use hrx_capture::ShowPath;
 use hrx_capture::format::{Codec, Compression};
@@ -193,28 +193,29 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
     } else {
         "whole: recorded to the program's end"
     };
-    // A trim is closed by `trim` whatever its source was: a signal's record in it is the
-    // source's, which the trim says ended early or not.
-    let incomplete = stats
-        .ranges
-        .values()
-        .find_map(|r| hrx_analysis::trim::source_note(r.trimmed_from.as_deref()?).1);
-    if let Some(why) = incomplete
+    // How it ends where that is news, in the words `stats` and `record` share
+    // (`TraceInfo::ending`): a trim of an incomplete recording, or a trace never closed.
+    match stats.ending(live) {
+        Some(ending @ Ending::TrimmedFromIncomplete(_)) => return ending.to_string(),
+        Some(ending @ Ending::Died(_)) => return format!("{ending} (cut short: never closed)"),
+        Some(ending @ Ending::NeverClosed(_)) => {
+            return format!(
+                "cut short: {ending} (the process was killed or crashed, or writing the trace \
+                 failed)"
+            );
+        }
+        Some(ending) => return ending.to_string(),
+        None => {}
+    }
+    // Closed, a signal's record in it: the program's own handler took the signal and the
+    // run went on to its end.
+    if let Some(fatal) = stats.fatal
         && stats.recovery.closed
     {
-        return format!("trimmed from an incomplete recording ({why}; see range)");
-    }
-    if let Some(death) = stats.death() {
-        let signal = stats.fatal.map_or(0, |f| f.signal);
-        return if stats.recovery.closed {
-            // The program's own handler took the signal and the run went on to its end.
-            format!(
-                "{whole} (it survived {})",
-                crate::record::signal_name(signal).unwrap_or("a signal")
-            )
-        } else {
-            format!("{death} (cut short: never closed)")
-        };
+        return format!(
+            "{whole} (it survived {})",
+            crate::record::signal_name(fatal.signal).unwrap_or("a signal")
+        );
     }
     if let Some(stopped) = &stats.stopped {
         let signal = match stopped.signal {
@@ -230,20 +231,14 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
         };
         return format!("stopped by {signal}{progress}, then closed");
     }
-    if stats.recovery.closed {
-        whole.into()
-    } else if live {
+    if live && !stats.recovery.closed {
         format!(
             "being recorded now: read {} (a recorder holds the file; `view --follow` and \
              `stats --follow` follow it)",
             stats.at_the_end()
         )
     } else {
-        format!(
-            "cut short: never closed {} (the process was killed or crashed, or writing the \
-             trace failed)",
-            stats.at_the_end()
-        )
+        whole.into()
     }
 }
 

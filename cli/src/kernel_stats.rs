@@ -78,8 +78,10 @@
 //!  "complete": whether the whole trace was read and its recorder lost nothing, "end": how
 //!  it ends, "warnings": [what standard error warned of the trace, one line each, as `info
 //!  --json` lists them], "signal": how a signal ended the recorded process ("crashed:
-//!  SIGSEGV", "killed by SIGKILL") or null, "ended": that and where the trace ends, as
-//!  `info` says it ("crashed: SIGSEGV during submission 12, region 2 running") or null,
+//!  SIGSEGV", "killed by SIGKILL") or null, "ended": how the trace ends where it lacks its
+//!  end, as `info` and `record` say it (`hrx_analysis::info::Ending`: "crashed: SIGSEGV
+//!  during submission 12, region 2 running", "never closed after 5 submissions", "trimmed
+//!  from an incomplete recording (the process crashed: SIGSEGV; see range)"), else null,
 //!  "lost": {"total", "lossy", "by_kind": {kind: records}, "records", "lossy_mode"}: records
 //!          the recorder lost, whether the trace was recorded in lossy mode (false for a write
 //!          error's losses) and by kind, under every verb's keys (`complete`, `lost.total`
@@ -491,9 +493,10 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
             )
             .collect::<Vec<_>>(),
         "signal": summary.fatal.map(|f| f.describe()),
-        // The signal and where the trace ends, as `info`'s `capture` line and `record`'s
+        // How the trace ends where that is news (a signal and where, never closed, or
+        // trimmed from an incomplete recording), as `info`'s `capture` line and `record`'s
         // `ended` line say it.
-        "ended": summary.death(),
+        "ended": summary.ending(&stats.ranges, live).map(|e| e.to_string()),
         "lost": lost_said,
         "recorder_waits": {
             "count": waits.count, "total_ns": waits.total_ns, "max_ns": waits.max_ns,

@@ -74,12 +74,11 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
             ),
         )?;
     }
-    // A trace cut short says where: the signal and the region that was running.
-    if !stats.recovery.closed {
-        let ended = stats
-            .death()
-            .unwrap_or_else(|| format!("never closed {}", stats.at_the_end()));
-        line("ended", ended)?;
+    // A trace cut short says where: the signal and the region that was running, in the
+    // words of `info` and `stats` (`TraceInfo::ending`). The program has ended: nothing
+    // writes its trace any more.
+    if let Some(ending) = stats.ending(false) {
+        line("ended", ending.to_string())?;
     }
     line(
         "file",

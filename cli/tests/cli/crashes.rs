@@ -715,6 +715,115 @@ fn a_trim_of_a_crashed_trace_says_the_recording_crashed() {
     );
 }
 
+/// `stats`' `ended` line (text and `--json`) of the trace `file` in `dir`, checked equal:
+/// `None` where it has none.
+fn stats_ended(dir: &Path, file: &str) -> Option<String> {
+    let text = run(dir, &["stats", file]);
+    assert_eq!(code(&text), 0, "{}", stderr(&text));
+    let ended = stdout(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix("ended "))
+        .map(|l| l.trim().to_owned());
+    let json = run(dir, &["stats", "--json", file]);
+    assert_eq!(code(&json), 0, "{}", stderr(&json));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(json["ended"].as_str(), ended.as_deref(), "{file}: {json}");
+    ended
+}
+
+/// A trim of a recording that crashed after the trimmed range: `stats` says what `info`
+/// says, that it was trimmed from an incomplete recording. It said `crashed: SIGSEGV after
+/// 3 submissions` (text and JSON `ended`), placing a crash that came after submission 12 inside
+/// the range of 2..5 (a break-it pass, session 51).
+#[test]
+fn stats_of_a_trim_of_a_crashed_recording_says_what_info_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "-o", "sv.hrxt", "--"])
+        .arg(crashing())
+        .arg("survive")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
+    for (trim, range) in [("a.hrxt", "2..5"), ("b.hrxt", "10..")] {
+        let out = run(
+            dir.path(),
+            &["trim", "sv.hrxt", "-o", trim, "--submissions", range],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let capture = capture_line(dir.path(), trim);
+        assert_eq!(
+            capture,
+            "trimmed from an incomplete recording (the process crashed: SIGSEGV; see range)"
+        );
+        assert_eq!(stats_ended(dir.path(), trim).as_deref(), Some(&*capture));
+    }
+}
+
+/// A trace never closed and naming no signal (a program traced without `record`, killed by
+/// SIGKILL; a file cut short; a recording whose writes failed, as on a full disk): `stats`
+/// has an `ended` line (JSON `ended`) in the words of `info`'s `capture` line and of
+/// `record`'s summary, `never closed after 0 submissions`. It had none (`ended: null`),
+/// though the README promises one for every trace that lacks its end (a break-it pass,
+/// session 51).
+#[test]
+fn stats_of_a_trace_never_closed_says_where_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    // A program traced without `record`, killed by SIGKILL while it hangs: nothing notes it.
+    let mut program = std::process::Command::new(crashing())
+        .arg("hang")
+        .env("HRX_TRACE", dir.path().join("killed.hrxt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(program.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    assert!(line.starts_with("running "), "{line}");
+    program.kill().unwrap();
+    program.wait().unwrap();
+    // A clean recording cut short, as `head -c` cuts it.
+    record_hazards(dir.path(), "whole.hrxt");
+    let whole = std::fs::read(dir.path().join("whole.hrxt")).unwrap();
+    std::fs::write(dir.path().join("cut.hrxt"), &whole[..whole.len() * 2 / 3]).unwrap();
+    // A recording whose writes fail (a file size limit, as a full disk): `record`'s summary
+    // says where it ends.
+    let full = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &size_limited("record -o full.hrxt --workload hazards"),
+        ])
+        .current_dir(dir.path())
+        .env_remove("HRX_TRACE")
+        .output()
+        .unwrap();
+    assert_error(&full, "the trace is incomplete");
+    let recorded = field(&stdout(&full), "ended").to_owned();
+    assert_eq!(
+        recorded,
+        "never closed after 0 submissions",
+        "{}",
+        stdout(&full)
+    );
+    for file in ["killed.hrxt", "cut.hrxt", "full.hrxt"] {
+        let ended = stats_ended(dir.path(), file).unwrap_or_else(|| panic!("{file}: no ended"));
+        assert!(ended.starts_with("never closed "), "{file}: {ended}");
+        assert_eq!(
+            capture_line(dir.path(), file),
+            format!(
+                "cut short: {ended} (the process was killed or crashed, or writing the trace \
+                 failed)"
+            ),
+            "{file}"
+        );
+        if file == "full.hrxt" {
+            assert_eq!(ended, recorded);
+        }
+    }
+    // A clean close has none, as `record`'s summary has none.
+    assert_eq!(stats_ended(dir.path(), "whole.hrxt"), None);
+}
+
 /// Runs `stats --follow ARGS` in `dir` until it ends by itself (a liveness limit of a
 /// minute, not a measurement: it ends, or it refreshes forever).
 fn follow_to_its_end(dir: &Path, args: &[&str]) -> std::process::Output {
