@@ -187,7 +187,9 @@
 //! Interrupted while it reads and compares (SIGINT, SIGTERM, SIGHUP, and the signals
 //! `record` forwards: `crate::record::signals::SIGNALS`), it says so in one line, `error:
 //! interrupted by signal 2 (SIGINT): the comparison of a.hrxt and b.hrxt stopped before its
-//! verdict: nothing judged`, and exits 128+N ([`crate::partial`]).
+//! verdict: nothing judged`, and exits 128+N ([`crate::partial`]); while it prints its
+//! report, `... stopped while its report was printed: the report on standard output is
+//! incomplete`.
 
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
@@ -301,7 +303,6 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         .map_err(trace_error)?;
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     let mut report = report(&args, &comparison, &matched);
-    interruptible.finished();
     report["graphs_matched_by_structure"] = reordered.into();
     // A side recorded on a loaded host has host-side times that include waits for a CPU.
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
@@ -379,8 +380,18 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             args.new.shown()
         ));
     }
+    // From here on what is cut short is the report (a long JSON one on a slow pipe was left
+    // half written, killed silently).
+    interruptible.say(&format!(
+        "the comparison of {} and {} stopped while its report was printed: the report on \
+         standard output is incomplete",
+        args.base.shown(),
+        args.new.shown()
+    ));
+    let printed = print_report(&report, args.json, write_text);
+    interruptible.finished();
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
-    crate::failure::verdict(code, print_report(&report, args.json, write_text))
+    crate::failure::verdict(code, printed)
 }
 
 /// A rank (0-based) as the JSON numbers it: from 1, as every other verb numbers runtimes

@@ -33,6 +33,9 @@
 //! `crate::record::signals::SIGNALS`), it says so in one line, `error: interrupted by signal
 //! 2 (SIGINT): the replay of t.hrxt stopped before its verdict: nothing judged` (and that no
 //! baseline was saved or added to, where one was to be), and exits 128+N ([`crate::partial`]).
+//! Interrupted while it prints its report (a slow reader of a long JSON report), the line
+//! says `stopped while its report was printed: the report on standard output is incomplete`
+//! and what became of the baseline.
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -230,8 +233,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     // Interrupted (Ctrl-C, a CI runner's timeout), the replay says so in one line and exits
-    // 128+N, as `export` and `trim` do (it exited 130 without a word). Until the replay is
-    // done: what follows prints its verdict and saves a baseline, each at once.
+    // 128+N, as `export` and `trim` do (it exited 130 without a word): until its report is
+    // printed whole, saying at each phase what it left (a report cut off on a slow pipe,
+    // killed silently, was half a JSON document with nothing on standard error).
     let interruptible = crate::partial::Interruptible::install();
     interruptible.say(&format!(
         "the replay of {} stopped before its verdict: nothing judged{}",
@@ -280,7 +284,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     });
     progress.finish_and_clear();
-    interruptible.finished();
     // A trace that does not read is told, and hinted at, as every other verb tells it.
     let report = match report {
         Err(hrx_replay::ReplayError::Read { source, .. }) => {
@@ -412,6 +415,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // that fails) is the run's one error line, after its report: the replay's verdict is
     // not lost with it.
     let mut unsaved = None;
+    // What became of the baseline, for the interruption's line while the report is printed.
+    let mut baseline_said = match saved_to {
+        Some(("--add-to-baseline", path)) => format!("; nothing added to {}", path.shown()),
+        Some((_, path)) => format!("; no baseline saved to {}", path.shown()),
+        None => String::new(),
+    };
     if let Some((_, path)) = saved_to {
         if report.compared_nothing() {
             crate::output::warn(format_args!(
@@ -435,11 +444,24 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 run.save(path).map(|()| run)
             };
             match baseline {
-                Ok(baseline) => say_saved(path, &baseline, &report, max_slowdown),
+                Ok(baseline) => {
+                    baseline_said = if args.add_to_baseline.is_some() {
+                        format!("; its run added to {}", path.shown())
+                    } else {
+                        format!("; baseline saved to {}", path.shown())
+                    };
+                    say_saved(path, &baseline, &report, max_slowdown);
+                }
                 Err(e) => unsaved = Some(Failure::new(e.to_string())),
             }
         }
     }
+    // From here on what is cut short is the report (and its exit code, the verdict's).
+    interruptible.say(&format!(
+        "the replay of {} stopped while its report was printed: the report on standard \
+         output is incomplete{baseline_said}",
+        args.file.shown()
+    ));
     // What reading the file found, as every reading verb warns of it (after the replay, so
     // that an error stays one line; before the report, which a closed standard output may
     // cut short).
@@ -527,8 +549,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         Some(spool) => spool.write(&mut out, &report),
         None => write!(out, "{}", paint_verdict(&report.to_text())),
     };
+    let written = written.and_then(|()| out.flush());
+    interruptible.finished();
     let code = report.exit_code().clamp(0, 255) as u8;
-    let verdict = crate::failure::verdict(code, written.and_then(|()| out.flush()));
+    let verdict = crate::failure::verdict(code, written);
     // After the report, the run's last line and its exit code (2).
     match unsaved {
         Some(failure) => verdict.and(Err(failure.into())),

@@ -1781,3 +1781,104 @@ fn an_interrupted_replay_or_diff_says_so_in_one_line() {
         assert!(!dir.path().join("b.json").exists());
     }
 }
+
+/// Runs `hrx-trace ARGS` in `dir` with its standard output a pipe this test reads only
+/// once the report began (its first byte), then sends `signal`: a report larger than the
+/// pipe holds cannot be printed whole by then, so the signal meets it while it prints,
+/// however the machine schedules either process. Returns the output (standard output whole,
+/// its first byte included).
+fn interrupted_while_printing(
+    dir: &std::path::Path,
+    args: &[&str],
+    signal: libc::c_int,
+) -> std::process::Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = hrx_trace(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut report = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    report.read_exact(&mut first).unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    let mut rest = Vec::new();
+    report.read_to_end(&mut rest).unwrap();
+    let mut out = child.wait_with_output().unwrap();
+    out.stdout = [&first[..], &rest].concat();
+    out
+}
+
+/// `replay --report json` and `diff --json` interrupted while they print a report larger
+/// than a pipe holds (their reader slow) say so in one line, that the report on standard
+/// output is incomplete, and exit 128+N. They were killed by the signal, silently, with 64
+/// KiB of JSON printed, cut off mid-object (a break-it pass, session 51): their handler was
+/// gone once the verdict was made.
+#[test]
+fn a_replay_or_diff_interrupted_while_it_prints_its_report_says_so() {
+    use hrx_capture::{Record, Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["-q", "record", "-o", "hv.hrxt", "--"])
+        .arg(crate::util::example("host_visible"))
+        .arg("2000")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The same recording with every output digest changed: 2,000 differing outputs, each
+    // one in `diff --json`.
+    let trace = hrx_capture::read_all(dir.path().join("hv.hrxt")).unwrap();
+    let other =
+        Recorder::create(dir.path().join("other.hrxt"), RecorderOptions::default()).unwrap();
+    for record in &trace.records {
+        match record {
+            Record::SessionStart(_) | Record::SessionEnd(_) => {}
+            Record::OutputDigest(digest) => {
+                let mut digest = digest.clone();
+                digest.xxh3 ^= 1;
+                other.record(&Record::OutputDigest(digest));
+            }
+            record => other.record(record),
+        }
+    }
+    other.close().unwrap();
+    let cases: [(&[&str], libc::c_int, &str); 2] = [
+        (
+            &["replay", "--backend", "sim", "hv.hrxt", "--report", "json"],
+            libc::SIGINT,
+            "the replay of hv.hrxt stopped while its report was printed: the report on \
+             standard output is incomplete",
+        ),
+        (
+            &["diff", "--json", "hv.hrxt", "other.hrxt"],
+            libc::SIGTERM,
+            "the comparison of hv.hrxt and other.hrxt stopped while its report was printed: \
+             the report on standard output is incomplete",
+        ),
+    ];
+    for (args, signal, said) in cases {
+        // Larger than a pipe holds (64 KiB), else it could be printed whole before the signal.
+        let whole = run(dir.path(), args);
+        assert!(
+            whole.stdout.len() > 1 << 17,
+            "{args:?}: {}",
+            whole.stdout.len()
+        );
+        let out = interrupted_while_printing(dir.path(), args, signal);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(128 + signal), "{args:?}: {err}");
+        let name = hrx_capture::schema::signal_name(signal).unwrap();
+        assert_eq!(
+            err,
+            format!("error: interrupted by signal {signal} ({name}): {said}\n"),
+            "{args:?}"
+        );
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).is_err(),
+            "{args:?}: the report was printed whole"
+        );
+    }
+}
