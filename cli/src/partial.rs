@@ -16,6 +16,13 @@
 //! one. [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals
 //! their default action again.
 //!
+//! A commit ([`Interruptible::commit`], [`Interruptible::commit_saying`]: the renames that
+//! put a complete output in place) runs with the signals blocked on its thread, and a
+//! handler on another thread waits for it to end (a handler already running ends the
+//! process before a commit starts): the output is then whole where it was or whole where it
+//! goes, and the line said is the one named for after the commit (`baseline saved to B`,
+//! never `no baseline saved`).
+//!
 //! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
 //! killed one left ([`remove_abandoned`]). Each writer holds a lock on its temporary output
 //! while it lives, so one whose lock can be taken is abandoned, whatever became of its
@@ -29,7 +36,7 @@ use std::io::{self, IsTerminal};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use crate::record::signals::{SIGNALS, restore_defaults, set_handlers};
 
@@ -50,7 +57,36 @@ struct Removal {
 /// The output a handler removes, else null. Never freed once set.
 static OUTPUT: AtomicPtr<Removal> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Neither a handler nor a commit runs ([`STATE`]).
+const IDLE: u8 = 0;
+/// A handler runs: it ends the process.
+const HANDLING: u8 = 1;
+/// A commit runs, its thread's signals blocked.
+const COMMITTING: u8 = 2;
+
+/// Whether a handler or a commit runs: each waits for the other (see the module docs).
+static STATE: AtomicU8 = AtomicU8::new(IDLE);
+
 extern "C" fn handler(signal: libc::c_int) {
+    // No other of the signals runs a handler on this thread from now on (one that came
+    // before this line ends the process itself); a commit on another thread is waited for.
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; pthread_sigmask, sigemptyset
+    // and sigaddset are async-signal-safe.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    while STATE
+        .compare_exchange(IDLE, HANDLING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        // A commit ends, or another thread's handler ends the process.
+        std::hint::spin_loop();
+    }
     let removal = OUTPUT.load(Ordering::SeqCst);
     if !removal.is_null() {
         // SAFETY: a non-null pointer is a leaked `Removal`, never freed; unlink and write
@@ -198,6 +234,33 @@ impl Interruptible {
         removed: &str,
         shown: &Path,
     ) -> io::Result<(std::path::PathBuf, File)> {
+        self.create(output, &removed_text(removed, shown), false)
+    }
+
+    /// [`Interruptible::create_beside`] for an output that is a verb's side effect (a
+    /// replay's baseline): an interruption removes the file and says `said` (`the replay of
+    /// t.hrxt stopped before its verdict: nothing judged, no baseline saved to b.json`)
+    /// whether or not the file was still there to remove.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be created.
+    pub fn create_beside_saying(
+        &self,
+        output: &Path,
+        said: &str,
+    ) -> io::Result<(std::path::PathBuf, File)> {
+        self.create(output, said, true)
+    }
+
+    /// Creates the temporary file of `output`, named to the handlers with what they say
+    /// (`always`, or once they removed it).
+    fn create(
+        &self,
+        output: &Path,
+        said: &str,
+        always: bool,
+    ) -> io::Result<(std::path::PathBuf, File)> {
         let folder = match output.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(folder) => folder,
             None => Path::new("."),
@@ -235,7 +298,7 @@ impl Interruptible {
         drop(locked);
         // By its whole path (created new, it is no symbolic link).
         let whole = std::fs::canonicalize(&temp).unwrap_or_else(|_| temp.clone());
-        name(&[whole], &[], &removed_text(removed, shown), false);
+        name(&[whole], &[], said, always);
         drop(blocked);
         Ok((temp, file))
     }
@@ -267,22 +330,52 @@ impl Interruptible {
     }
 
     /// Runs `commit` (the renames that put a complete output in place) with [`SIGNALS`]
-    /// blocked on this thread, the output forgotten first: a signal then (on
-    /// another thread) ends the process without removing anything, so that the output
+    /// blocked on this thread, a handler on another thread waiting for it, then forgets the
+    /// output: a signal then ends the process without removing anything, so that the output
     /// is never left without the files already renamed into it.
     #[cfg_attr(not(feature = "parquet"), allow(dead_code))] // Parquet's only
     pub fn commit<R>(&self, commit: impl FnOnce() -> R) -> R {
-        let blocked = Blocked::signals();
-        // Leaked, not freed: a handler that started before may still read it.
-        OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst);
-        let done = commit();
-        drop(blocked);
-        done
+        committed(commit, |_| None)
+    }
+
+    /// [`Interruptible::commit`] for a verb that goes on once its output is in place (a
+    /// replay's baseline, then its report): once `commit` is done, what an interruption says
+    /// is `said` of its result (`... baseline saved to b.json`, or, where the rename failed,
+    /// what it said before), removing nothing. A signal while it runs waits for it.
+    pub fn commit_saying<R>(
+        &self,
+        commit: impl FnOnce() -> R,
+        said: impl FnOnce(&R) -> String,
+    ) -> R {
+        committed(commit, |done| Some(said(done)))
     }
 
     /// The output is complete (or removed by its own error path): forgets it and gives the
     /// signals their default action again.
     pub fn finished(self) {}
+}
+
+/// Runs `commit` with [`SIGNALS`] blocked on this thread and no handler running meanwhile
+/// (see the module docs), then names what a handler says after it (`then`: `None`, nothing:
+/// the output is forgotten).
+fn committed<R>(commit: impl FnOnce() -> R, then: impl FnOnce(&R) -> Option<String>) -> R {
+    let blocked = Blocked::signals();
+    // A handler running on another thread ends the process: this waits for that.
+    while STATE
+        .compare_exchange(IDLE, COMMITTING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+    let done = commit();
+    match then(&done) {
+        Some(said) => name(&[], &[], &said, true),
+        // Leaked, not freed: a handler that started before may still read it.
+        None => OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst),
+    }
+    STATE.store(IDLE, Ordering::SeqCst);
+    drop(blocked);
+    done
 }
 
 /// What a handler says it removed: `removed {removed} {shown}`.

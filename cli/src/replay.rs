@@ -35,7 +35,10 @@
 //! baseline was saved or added to, where one was to be), and exits 128+N ([`crate::partial`]).
 //! Interrupted while it prints its report (a slow reader of a long JSON report), the line
 //! says `stopped while its report was printed: the report on standard output is incomplete`
-//! and what became of the baseline.
+//! and what became of the baseline. Interrupted while it writes the baseline, its temporary
+//! file is removed and the earlier baseline stays (`no baseline saved to b.json`); its
+//! rename runs with the signals blocked, after which the line says `baseline saved to b.json`
+//! (`Guarded`, [`hrx_replay::Replacer`]).
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -237,7 +240,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // printed whole, saying at each phase what it left (a report cut off on a slow pipe,
     // killed silently, was half a JSON document with nothing on standard error).
     let interruptible = crate::partial::Interruptible::install();
-    interruptible.say(&format!(
+    // Said until the baseline is in place (its temporary file removed), or its save failed.
+    let before_verdict = format!(
         "the replay of {} stopped before its verdict: nothing judged{}",
         args.file.shown(),
         match saved_to {
@@ -245,7 +249,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             Some((_, path)) => format!(", no baseline saved to {}", path.shown()),
             None => String::new(),
         }
-    ));
+    );
+    interruptible.say(&before_verdict);
+    // Said once the verdict is made and the baseline saved or not (`; baseline saved to
+    // b.json`), while the report is printed.
+    let printing = |baseline: &str| {
+        format!(
+            "the replay of {} stopped while its report was printed: the report on standard \
+             output is incomplete{baseline}",
+            args.file.shown()
+        )
+    };
     let progress = crate::output::progress(0).with_style(crate::output::bar_style(
         "{spinner} replay {pos}/{len} submissions [{bar:30}] {rate}",
     ));
@@ -436,20 +450,29 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             ));
         } else {
             let run = hrx_replay::Baseline::of(&report);
+            let saved_said = if args.add_to_baseline.is_some() {
+                format!("; its run added to {}", path.shown())
+            } else {
+                format!("; baseline saved to {}", path.shown())
+            };
+            // Interrupted while it is written, its temporary file is removed and the earlier
+            // baseline stays (a `.partial` was left, the process killed silently); its rename
+            // runs with the signals blocked, after which the line says it was saved.
+            let guarded = Guarded {
+                interruptible: &interruptible,
+                unsaved: &before_verdict,
+                saved: printing(&saved_said),
+            };
             // Added to the file as it is now, not as it was read before the replay: another
             // replay may have added its run since (`Baseline::add_to` locks it).
             let baseline = if args.add_to_baseline.is_some() {
-                hrx_replay::Baseline::add_to(path, run)
+                hrx_replay::Baseline::add_to_with(path, run, &guarded)
             } else {
-                run.save(path).map(|()| run)
+                run.save_with(path, &guarded).map(|()| run)
             };
             match baseline {
                 Ok(baseline) => {
-                    baseline_said = if args.add_to_baseline.is_some() {
-                        format!("; its run added to {}", path.shown())
-                    } else {
-                        format!("; baseline saved to {}", path.shown())
-                    };
+                    baseline_said = saved_said;
                     say_saved(path, &baseline, &report, max_slowdown);
                 }
                 Err(e) => unsaved = Some(Failure::new(e.to_string())),
@@ -457,11 +480,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // From here on what is cut short is the report (and its exit code, the verdict's).
-    interruptible.say(&format!(
-        "the replay of {} stopped while its report was printed: the report on standard \
-         output is incomplete{baseline_said}",
-        args.file.shown()
-    ));
+    interruptible.say(&printing(&baseline_said));
     // What reading the file found, as every reading verb warns of it (after the replay, so
     // that an error stays one line; before the report, which a closed standard output may
     // cut short).
@@ -557,6 +576,35 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     match unsaved {
         Some(failure) => verdict.and(Err(failure.into())),
         None => verdict,
+    }
+}
+
+/// A baseline's temporary file named to the interrupt handler, which removes it and says
+/// `unsaved`, and its rename run with the signals blocked, after which an interruption says
+/// `saved` ([`crate::partial::Interruptible::commit_saying`]).
+struct Guarded<'a> {
+    interruptible: &'a crate::partial::Interruptible,
+    unsaved: &'a str,
+    saved: String,
+}
+
+impl hrx_replay::Replacer for Guarded<'_> {
+    fn create_beside(
+        &self,
+        target: &std::path::Path,
+    ) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+        self.interruptible
+            .create_beside_saying(target, self.unsaved)
+    }
+
+    fn commit(&self, rename: &mut dyn FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+        self.interruptible.commit_saying(rename, |renamed| {
+            if renamed.is_ok() {
+                self.saved.clone()
+            } else {
+                self.unsaved.to_owned()
+            }
+        })
     }
 }
 

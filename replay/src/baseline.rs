@@ -47,7 +47,8 @@ use crate::{ReplayError, ReplayOptions};
 use hrx_capture::{ShowPath, Shown};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 /// The baseline file's version: a reader refuses another (see the module docs, Versions).
 pub const BASELINE_VERSION: u32 = 2;
@@ -347,62 +348,62 @@ impl Baseline {
     /// [`ReplayError::Baseline`]: the file cannot be read or written, is no baseline, or the
     /// run cannot join it (another recording, backend or device); the file is then unchanged.
     pub fn add_to(path: &Path, run: Baseline) -> Result<Baseline, ReplayError> {
-        Baseline::check_save(path)?;
-        // The directory the file lies in, behind a symbolic link too (`save` writes through).
-        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        let dir = match target.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        // Advisory, and only where the directory opens and locks: a read-only or odd file
-        // system still saves, as before.
-        let lock = std::fs::File::open(dir).ok().filter(|d| d.lock().is_ok());
-        let saved = match std::fs::metadata(path) {
-            Ok(meta) if meta.len() > 0 => {
-                let mut baseline = Baseline::load(path)?;
-                baseline
-                    .add(run)
-                    .map_err(|why| baseline_error(path, format!("{why}: not added")))?;
-                baseline
-            }
-            _ => run,
-        };
-        saved.save(path)?;
-        drop(lock);
-        Ok(saved)
+        Baseline::add_to_with(path, run, &Direct)
+    }
+
+    /// [`Baseline::add_to`], its temporary file made and put in place by `replacer`.
+    ///
+    /// # Errors
+    /// As [`Baseline::add_to`].
+    pub fn add_to_with(
+        path: &Path,
+        run: Baseline,
+        replacer: &dyn Replacer,
+    ) -> Result<Baseline, ReplayError> {
+        let mut saved = None;
+        replace(path, replacer, || {
+            let baseline = match std::fs::metadata(path) {
+                Ok(meta) if meta.len() > 0 => {
+                    let mut baseline = Baseline::load(path)?;
+                    baseline
+                        .add(run)
+                        .map_err(|why| baseline_error(path, format!("{why}: not added")))?;
+                    baseline
+                }
+                _ => run,
+            };
+            let text = baseline.text(path);
+            saved = Some(baseline);
+            text
+        })?;
+        Ok(saved.expect("saved once replaced"))
     }
 
     /// Writes it as JSON to `path`, which must be a new file or a baseline
     /// ([`Baseline::check_save`]): into `PATH.PID.partial` beside it, then renamed over it, so
     /// that a failed write (a full disk) leaves the previous baseline whole, as `trim` and
     /// `export` leave their outputs (written in place, a cut-off JSON replaced a good baseline
-    /// and refused every later save: a break-it pass).
+    /// and refused every later save: a break-it pass). The rename waits for the directory's
+    /// lock, as [`Baseline::add_to`] holds it: a run added meanwhile is added to the baseline
+    /// this saves or replaced by it, never written over it from the file before it.
     ///
     /// # Errors
     /// [`ReplayError::Baseline`] when the file cannot be written or is not a baseline.
     pub fn save(&self, path: &Path) -> Result<(), ReplayError> {
-        use std::io::Write;
-        Baseline::check_save(path)?;
-        let text = serde_json::to_string_pretty(self).map_err(|e| baseline_error(path, e))?;
-        // A symbolic link is written through, not replaced by a file: `--add-to-baseline`
-        // read the baseline it names, and wrote the runs beside it into a new file of the
-        // link's name, the baseline named left at its earlier runs (a break-it pass).
-        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        // `PATH.PID.partial` (shortened where a long name would pass a file name's limit),
-        // with the earlier baseline's permission bits: a `chmod 600` baseline stays private.
-        let (partial, mut file) = hrx_capture::replace::create_beside(&target, "partial")
-            .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))?;
-        let written = file
-            .write_all(text.as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-            .and_then(|()| file.sync_all());
-        drop(file);
-        written
-            .and_then(|()| std::fs::rename(&partial, &target))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&partial);
-                baseline_error(path, format!("cannot write it: {e}"))
-            })
+        self.save_with(path, &Direct)
+    }
+
+    /// [`Baseline::save`], its temporary file made and put in place by `replacer`.
+    ///
+    /// # Errors
+    /// As [`Baseline::save`].
+    pub fn save_with(&self, path: &Path, replacer: &dyn Replacer) -> Result<(), ReplayError> {
+        replace(path, replacer, || self.text(path))
+    }
+
+    /// The file's contents: pretty JSON.
+    fn text(&self, path: &Path) -> Result<String, ReplayError> {
+        serde_json::to_string_pretty(self).map_err(|e| baseline_error(path, e))
     }
 
     /// Whether [`Baseline::save`] may write `path`: its directory exists, and nothing is
@@ -1013,6 +1014,88 @@ fn check_durations(d: &Durations) -> Result<(), String> {
 enum Unread {
     Io(String),
     NotBaseline(String),
+}
+
+/// How a baseline's temporary file is made and put in place ([`Baseline::save_with`],
+/// [`Baseline::add_to_with`]). [`Direct`] does both plainly; a command-line tool names the
+/// file to its interrupt handler, which removes it, and renames with its signals blocked, so
+/// that an interruption leaves the earlier baseline and no temporary file, or the new one.
+pub trait Replacer {
+    /// Creates the temporary file that becomes `target` once renamed, beside it
+    /// (`TARGET.PID.partial`, [`hrx_capture::replace::create_beside`]): its path, and the
+    /// file open for writing.
+    ///
+    /// # Errors
+    /// When it cannot be created.
+    fn create_beside(&self, target: &Path) -> std::io::Result<(PathBuf, File)>;
+
+    /// Runs `rename`, which puts the temporary file in place.
+    ///
+    /// # Errors
+    /// `rename`'s.
+    fn commit(&self, rename: &mut dyn FnMut() -> std::io::Result<()>) -> std::io::Result<()>;
+}
+
+/// The plain [`Replacer`]: [`hrx_capture::replace::create_beside`], then the rename.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Direct;
+
+impl Replacer for Direct {
+    fn create_beside(&self, target: &Path) -> std::io::Result<(PathBuf, File)> {
+        hrx_capture::replace::create_beside(target, "partial")
+    }
+
+    fn commit(&self, rename: &mut dyn FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+        rename()
+    }
+}
+
+/// One save or add at a time in a process: the temporary file is named for the process
+/// (threads adding to one baseline at once each add their run).
+static SAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Replaces the baseline at `path` by `contents`' text: a temporary file beside it, made by
+/// `replacer`, then, with the directory locked (`flock`, advisory, and only where the
+/// directory opens and locks: a read-only or odd file system still saves), `contents` made,
+/// written, synced and renamed over it. The temporary file is made before the lock is waited
+/// for, so that an interruption meanwhile removes it. A symbolic link is written through, not
+/// replaced by a file: `--add-to-baseline` read the baseline it names, and wrote the runs
+/// beside it into a new file of the link's name, the baseline named left at its earlier runs
+/// (a break-it pass). The temporary file gets the earlier baseline's permission bits: a
+/// `chmod 600` baseline stays private. On any error it is removed and the file unchanged.
+fn replace(
+    path: &Path,
+    replacer: &dyn Replacer,
+    contents: impl FnOnce() -> Result<String, ReplayError>,
+) -> Result<(), ReplayError> {
+    use std::io::Write;
+    Baseline::check_save(path)?;
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let cannot = |e: std::io::Error| baseline_error(path, format!("cannot write it: {e}"));
+    let _one = SAVING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (partial, mut file) = replacer.create_beside(&target).map_err(cannot)?;
+    let lock = File::open(dir).ok().filter(|d| d.lock().is_ok());
+    let replaced = contents().and_then(|text| {
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .and_then(|()| file.sync_all());
+        drop(file);
+        written
+            .and_then(|()| replacer.commit(&mut || std::fs::rename(&partial, &target)))
+            .map_err(cannot)
+    });
+    if replaced.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    drop(lock);
+    replaced
 }
 
 fn baseline_error(path: &Path, why: impl std::fmt::Display) -> ReplayError {

@@ -90,7 +90,7 @@ mod report;
 mod stream;
 mod substitute;
 
-pub use baseline::{BASELINE_VERSION, Baseline, BaselineMatch, BaselineRow};
+pub use baseline::{BASELINE_VERSION, Baseline, BaselineMatch, BaselineRow, Direct, Replacer};
 pub use error::ReplayError;
 pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};

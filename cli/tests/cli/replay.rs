@@ -1845,12 +1845,30 @@ fn a_replay_or_diff_interrupted_while_it_prints_its_report_says_so() {
         }
     }
     other.close().unwrap();
-    let cases: [(&[&str], libc::c_int, &str); 2] = [
+    let cases: [(&[&str], libc::c_int, &str); 3] = [
         (
             &["replay", "--backend", "sim", "hv.hrxt", "--report", "json"],
             libc::SIGINT,
             "the replay of hv.hrxt stopped while its report was printed: the report on \
              standard output is incomplete",
+        ),
+        // Its baseline in place by then: said so, never `no baseline saved`.
+        (
+            &[
+                "replay",
+                "--backend",
+                "sim",
+                "--repeat",
+                "2",
+                "hv.hrxt",
+                "--report",
+                "json",
+                "--save-baseline",
+                "b.json",
+            ],
+            libc::SIGHUP,
+            "the replay of hv.hrxt stopped while its report was printed: the report on \
+             standard output is incomplete; baseline saved to b.json",
         ),
         (
             &["diff", "--json", "hv.hrxt", "other.hrxt"],
@@ -1867,18 +1885,124 @@ fn a_replay_or_diff_interrupted_while_it_prints_its_report_says_so() {
             "{args:?}: {}",
             whole.stdout.len()
         );
+        let _ = std::fs::remove_file(dir.path().join("b.json"));
         let out = interrupted_while_printing(dir.path(), args, signal);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(128 + signal), "{args:?}: {err}");
         let name = hrx_capture::schema::signal_name(signal).unwrap();
-        assert_eq!(
-            err,
-            format!("error: interrupted by signal {signal} ({name}): {said}\n"),
-            "{args:?}"
-        );
+        // The one error line last, after the notes printed before the report (`note:
+        // baseline saved to b.json`).
+        let line = format!("error: interrupted by signal {signal} ({name}): {said}\n");
+        assert!(err.ends_with(&line), "{args:?}: {err}");
+        assert_eq!(err.matches("error:").count(), 1, "{args:?}: {err}");
         assert!(
             serde_json::from_slice::<serde_json::Value>(&out.stdout).is_err(),
             "{args:?}: the report was printed whole"
         );
+        if args.contains(&"--save-baseline") {
+            let saved = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
+            assert!(saved.contains("\"hrx_replay_baseline\""), "{saved}");
+        }
+        assert_eq!(crate::util::partial_files(dir.path()), Vec::<String>::new());
+    }
+}
+
+/// Whether process `pid` waits for a `flock` lock (a `->` line of `/proc/locks`).
+fn waits_for_a_lock(pid: u32) -> bool {
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(1) == Some(&"->")
+            && fields.get(2) == Some(&"FLOCK")
+            && fields.get(5) == Some(&pid.to_string().as_str())
+    })
+}
+
+/// `replay --save-baseline B` or `--add-to-baseline B` interrupted while it writes the
+/// baseline removes its temporary file, keeps the earlier B, says in one line that no
+/// baseline was saved (nothing added), and exits 128+N. It was killed by the signal
+/// silently, `B.PID.partial` left beside B (a break-it pass, session 51): the handler was
+/// gone once the replay was done. The test holds B's folder locked, as another replay adding
+/// to B holds it, so that the replay waits with its temporary file made: `/proc/locks` shows
+/// it waiting, and the signal meets it there, however the machine schedules either process.
+#[test]
+fn a_replay_interrupted_while_it_saves_its_baseline_leaves_the_earlier_one() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["-q", "record", "-o", "hv.hrxt", "--"])
+        .arg(crate::util::example("host_visible"))
+        .arg("20")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let replay = ["replay", "--backend", "sim", "--repeat", "2", "hv.hrxt"];
+    let saved = run(
+        dir.path(),
+        &[&replay[..], &["--save-baseline", "b.json"]].concat(),
+    );
+    assert_eq!(code(&saved), 0, "{}", stderr(&saved));
+    let earlier = std::fs::read(dir.path().join("b.json")).unwrap();
+    let cases = [
+        (
+            "--save-baseline",
+            libc::SIGTERM,
+            "no baseline saved to b.json",
+        ),
+        (
+            "--add-to-baseline",
+            libc::SIGUSR1,
+            "nothing added to b.json",
+        ),
+    ];
+    for (flag, signal, unsaved) in cases {
+        let folder = std::fs::File::open(dir.path()).unwrap();
+        folder.lock().unwrap();
+        let mut child = hrx_trace(dir.path())
+            .args(replay)
+            .args([flag, "b.json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        while !waits_for_a_lock(pid) {
+            if child.try_wait().unwrap().is_some() {
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "{flag}: it ended without waiting for the lock: {}",
+                    stderr(&out)
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let partial = format!("b.json.{pid}.partial");
+        assert_eq!(
+            crate::util::partial_files(dir.path()),
+            [partial],
+            "{flag}: its temporary file is made before it waits"
+        );
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+        let out = child.wait_with_output().unwrap();
+        drop(folder);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(128 + signal), "{flag}: {err}");
+        let name = hrx_capture::schema::signal_name(signal).unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "error: interrupted by signal {signal} ({name}): the replay of hv.hrxt \
+                 stopped before its verdict: nothing judged, {unsaved}\n"
+            ),
+            "{flag}"
+        );
+        assert!(stdout(&out).is_empty(), "{flag}: {}", stdout(&out));
+        assert_eq!(
+            crate::util::partial_files(dir.path()),
+            Vec::<String>::new(),
+            "{flag}"
+        );
+        assert_eq!(std::fs::read(dir.path().join("b.json")).unwrap(), earlier);
     }
 }
