@@ -274,8 +274,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     // Interrupted (Ctrl-C, a CI runner's timeout), the comparison says so in one line and
     // exits 128+N, as `export` and `trim` do (it exited 130 without a word); until its
     // report is made, which is then printed at once.
-    let interruptible = crate::partial::Interruptible::install();
-    interruptible.say(&format!(
+    let interruptible = crate::partial::Interruptible::install_saying(&format!(
         "the comparison of {} and {} stopped before its verdict: nothing judged",
         args.base.shown(),
         args.new.shown()

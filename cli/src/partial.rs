@@ -214,6 +214,16 @@ impl Interruptible {
         }
     }
 
+    /// [`Interruptible::install`] for a verb that writes no output, saying `what` from the
+    /// start ([`Interruptible::say`]): named before the handlers are set, so that a signal
+    /// met as they are set says it too (installed, then told what to say, a signal between
+    /// the two ended `diff` with exit 130 and no word: a loaded machine's test run).
+    pub fn install_saying(what: &str) -> Interruptible {
+        // No handler is set yet: none may read it half named.
+        name(&[], &[], what, true);
+        Interruptible::install()
+    }
+
     /// Creates the temporary file that becomes `output` once complete, beside it
     /// ([`hrx_capture::replace::create_beside`]: `OUT.PID.partial`, named for this process so
     /// that two writers of one output never share it, shortened where a long name would pass

@@ -239,7 +239,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // 128+N, as `export` and `trim` do (it exited 130 without a word): until its report is
     // printed whole, saying at each phase what it left (a report cut off on a slow pipe,
     // killed silently, was half a JSON document with nothing on standard error).
-    let interruptible = crate::partial::Interruptible::install();
     // Said until the baseline is in place (its temporary file removed), or its save failed.
     let before_verdict = format!(
         "the replay of {} stopped before its verdict: nothing judged{}",
@@ -250,7 +249,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             None => String::new(),
         }
     );
-    interruptible.say(&before_verdict);
+    let interruptible = crate::partial::Interruptible::install_saying(&before_verdict);
     // Said once the verdict is made and the baseline saved or not (`; baseline saved to
     // b.json`), while the report is printed.
     let printing = |baseline: &str| {
