@@ -1025,6 +1025,20 @@ fn packets_of(out: &[u8]) -> Vec<pb::TracePacket> {
     packets(out)
 }
 
+/// The clocks of each clock snapshot of `packets`: (clock id, timestamp) pairs.
+fn clock_snapshots(packets: &[pb::TracePacket]) -> Vec<Vec<(u32, u64)>> {
+    packets
+        .iter()
+        .filter_map(|p| p.clock_snapshot.as_ref())
+        .map(|s| {
+            s.clocks
+                .iter()
+                .map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap()))
+                .collect()
+        })
+        .collect()
+}
+
 fn merged(traces: &[&[Record]], format: Format, domain: ClockDomain) -> Vec<u8> {
     let mut out = Vec::new();
     write_from(
@@ -2197,16 +2211,7 @@ fn a_lost_session_is_exported_on_its_recovered_clock_and_says_what_it_lost() {
         intact_counts.recorder_instants + 1
     );
     let packets = packets_of(&out);
-    let snapshots: Vec<Vec<(u32, u64)>> = packets
-        .iter()
-        .filter_map(|p| p.clock_snapshot.as_ref())
-        .map(|s| {
-            s.clocks
-                .iter()
-                .map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap()))
-                .collect()
-        })
-        .collect();
+    let snapshots = clock_snapshots(&packets);
     // CLOCK_MONOTONIC at the recovered base (the session's plus the calibration's offset);
     // no wall clock.
     assert_eq!(snapshots, [vec![(3, base + 7)]]);
@@ -2342,17 +2347,7 @@ fn a_lost_session_is_placed_by_a_calibration_far_into_the_trace() {
     let trace = pb::Trace::decode(&out[..]).unwrap();
     let defaults = trace.packet[0].trace_packet_defaults.as_ref().unwrap();
     assert_eq!(defaults.timestamp_clock_id, Some(3));
-    let snapshots: Vec<Vec<(u32, u64)>> = trace
-        .packet
-        .iter()
-        .filter_map(|p| p.clock_snapshot.as_ref())
-        .map(|s| {
-            s.clocks
-                .iter()
-                .map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap()))
-                .collect()
-        })
-        .collect();
+    let snapshots = clock_snapshots(&trace.packet);
     assert_eq!(snapshots, [vec![(3, base + 7)]]);
     // Parquet: `clock` CLOCK_MONOTONIC, the recovered base; the same id exported again.
     #[cfg(feature = "parquet")]
