@@ -12,7 +12,7 @@ use hrx_capture::Record;
 use hrx_capture::schema::{FatalSignal, Queue, SignalWitness};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 
 /// Runs of each case.
 const RUNS: usize = 3;
@@ -20,6 +20,41 @@ const RUNS: usize = 3;
 /// The `crashing` example.
 fn crashing() -> PathBuf {
     crate::util::example("crashing")
+}
+
+/// `record -o FILE -- crashing CASE`, run in `dir`.
+fn record_crashing(dir: &Path, file: &str, case: &str) -> Command {
+    let mut record = hrx_trace(dir);
+    record
+        .args(["record", "-o", file, "--"])
+        .arg(crashing())
+        .arg(case);
+    record
+}
+
+/// The lines of a child's standard output.
+type StdoutLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+/// `command` spawned, its standard output a pipe and its standard error `stderr`, once it
+/// said its first line, which starts with `prefix`: the child, the rest of its standard
+/// output, and that line after `prefix`.
+fn spawned_until(
+    command: &mut Command,
+    stderr: Stdio,
+    prefix: &str,
+) -> (Child, StdoutLines, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    let said = line
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (child, lines, said)
 }
 
 /// What the trace at `path` must hold after the program died of `signal`: one submit, the
@@ -115,10 +150,7 @@ fn a_program_that_aborts_in_a_host_callback_keeps_the_running_region() {
     let dir = tempfile::tempdir().unwrap();
     for run_index in 0..RUNS {
         let file = format!("abort{run_index}.hrxt");
-        let out = hrx_trace(dir.path())
-            .args(["record", "-o", &file, "--"])
-            .arg(crashing())
-            .arg("abort")
+        let out = record_crashing(dir.path(), &file, "abort")
             .output()
             .unwrap();
         assert_eq!(code(&out), 128 + libc::SIGABRT, "{}", stderr(&out));
@@ -139,12 +171,7 @@ fn a_program_that_segfaults_right_after_a_submit_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
     for run_index in 0..RUNS {
         let file = format!("segv{run_index}.hrxt");
-        let out = hrx_trace(dir.path())
-            .args(["record", "-o", &file, "--"])
-            .arg(crashing())
-            .arg("segv")
-            .output()
-            .unwrap();
+        let out = record_crashing(dir.path(), &file, "segv").output().unwrap();
         assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
         let during = check_trace(&dir.path().join(&file), libc::SIGSEGV);
         let capture = capture_line(dir.path(), &file);
@@ -163,16 +190,13 @@ fn a_hang_stopped_by_sigterm_through_a_shell_keeps_the_running_region() {
     for run_index in 0..RUNS {
         let file = format!("hang{run_index}.hrxt");
         // `; true`: the shell stays the parent (no exec of the last command).
-        let mut child = hrx_trace(dir.path())
-            .args(["record", "-o", &file, "--", "sh", "-c", "\"$C\" hang; true"])
-            .env("C", crashing())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = lines.next().unwrap().unwrap();
-        assert!(line.starts_with("running "), "{line}");
+        let (child, lines, _) = spawned_until(
+            hrx_trace(dir.path())
+                .args(["record", "-o", &file, "--", "sh", "-c", "\"$C\" hang; true"])
+                .env("C", crashing()),
+            Stdio::piped(),
+            "running ",
+        );
         // While the program hangs, its recorder writes the trace: `stats` calls the region
         // the hang is in running now (once the writer's next flush has written its start).
         // Asserted once the program is stopped: a failure must not leave it hanging.
@@ -225,19 +249,13 @@ fn the_user_and_timer_signals_are_forwarded_and_named() {
     ] {
         let name = hrx_capture::schema::signal_name(signal).unwrap();
         let file = format!("{name}.hrxt");
-        let mut child = hrx_trace(dir.path())
-            .args(["record", "-o", &file, "--"])
-            .arg(crashing())
-            .arg("hang")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         // The program hangs in its callback once it said so; `record` handles signals from
         // before it started the program.
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = lines.next().unwrap().unwrap();
-        assert!(line.starts_with("running "), "{line}");
+        let (child, lines, _) = spawned_until(
+            &mut record_crashing(dir.path(), &file, "hang"),
+            Stdio::piped(),
+            "running ",
+        );
         // SAFETY: kill has no memory preconditions; the pid is our child's.
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
         let rest: Vec<String> = lines.map(Result::unwrap).collect();
@@ -326,12 +344,11 @@ fn record_quiet_says_the_trace_of_a_crashed_program_is_incomplete() {
 fn a_program_killed_by_sigkill_is_noted_by_record() {
     let dir = tempfile::tempdir().unwrap();
     let file = "kill.hrxt";
-    let mut record = hrx_trace(dir.path());
-    record
-        .args(["record", "-o", file, "--"])
-        .arg(crashing())
-        .arg("hang");
-    record_killed(record, "running ", |_, _| ());
+    record_killed(
+        record_crashing(dir.path(), file, "hang"),
+        "running ",
+        |_, _| (),
+    );
     noted_sigkill(&dir.path().join(file));
     let capture = capture_line(dir.path(), file);
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
@@ -452,20 +469,10 @@ impl Lines {
 /// Runs `record` (the command) until the recorded program prints its first line, `PREFIX
 /// PID`, kills that program with SIGKILL, calls `then` with its pid and `record`'s standard
 /// error, and waits for `record`, which must exit as the program did.
-fn record_killed(
-    mut record: std::process::Command,
-    prefix: &str,
-    then: impl FnOnce(i32, &mut Lines),
-) {
-    let mut child = record
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+fn record_killed(mut record: Command, prefix: &str, then: impl FnOnce(i32, &mut Lines)) {
+    let (mut child, lines, pid) = spawned_until(&mut record, Stdio::piped(), prefix);
     let mut stderr = Lines::of(child.stderr.take().unwrap());
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    let pid: i32 = line.strip_prefix(prefix).unwrap().parse().unwrap();
+    let pid: i32 = pid.parse().unwrap();
     // SAFETY: kill has no memory preconditions; the pid is the recorded program's.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     then(pid, &mut stderr);
@@ -508,10 +515,7 @@ fn fatal_signals(path: &Path) -> Vec<FatalSignal> {
 fn a_program_that_survives_a_fault_with_its_own_handler_keeps_its_recorder() {
     let dir = tempfile::tempdir().unwrap();
     let file = "survive.hrxt";
-    let out = hrx_trace(dir.path())
-        .args(["record", "-o", file, "--"])
-        .arg(crashing())
-        .arg("survive")
+    let out = record_crashing(dir.path(), file, "survive")
         .output()
         .unwrap();
     assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
@@ -552,25 +556,22 @@ fn a_program_that_survives_a_fault_with_its_own_handler_keeps_its_recorder() {
 fn a_segv_or_bus_sent_to_a_program_that_survives_is_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     // Untraced, the program survives both signals.
-    let mut alone = std::process::Command::new(crashing())
-        .arg("sent")
-        .env_remove(hrx_capture::TRACE_ENV)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(alone.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    assert!(line.starts_with("survived "), "{line}");
+    let (mut alone, _lines, _) = spawned_until(
+        Command::new(crashing())
+            .arg("sent")
+            .env_remove(hrx_capture::TRACE_ENV),
+        Stdio::inherit(),
+        "survived ",
+    );
     alone.kill().unwrap();
     alone.wait().unwrap();
 
     let file = "sent.hrxt";
-    let mut record = hrx_trace(dir.path());
-    record
-        .args(["record", "-o", file, "--"])
-        .arg(crashing())
-        .arg("sent");
-    record_killed(record, "survived ", |_, _| ());
+    record_killed(
+        record_crashing(dir.path(), file, "sent"),
+        "survived ",
+        |_, _| (),
+    );
     noted_sigkill(&dir.path().join(file));
     let capture = capture_line(dir.path(), file);
     assert!(capture.starts_with("killed by SIGKILL"), "{capture}");
@@ -593,17 +594,12 @@ fn ended(pid: i32) -> bool {
 fn a_program_whose_recorder_is_sigkilled_ends_with_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let file = "orphan.hrxt";
-    let mut child = hrx_trace(dir.path())
-        .args(["record", "-o", file, "--"])
-        .arg(crashing())
-        .arg("hang")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    let pid: i32 = line.strip_prefix("running ").unwrap().parse().unwrap();
+    let (mut child, _lines, pid) = spawned_until(
+        &mut record_crashing(dir.path(), file, "hang"),
+        Stdio::null(),
+        "running ",
+    );
+    let pid: i32 = pid.parse().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
     // A liveness limit, not a measurement: the program ends at once, or never (it hangs).
@@ -633,12 +629,7 @@ fn a_program_whose_recorder_is_sigkilled_ends_with_sigterm() {
 fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
     let dir = tempfile::tempdir().unwrap();
     let file = "segv.hrxt";
-    let out = hrx_trace(dir.path())
-        .args(["record", "-o", file, "--"])
-        .arg(crashing())
-        .arg("segv")
-        .output()
-        .unwrap();
+    let out = record_crashing(dir.path(), file, "segv").output().unwrap();
     assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
 
     let out = follow_to_its_end(dir.path(), &[file]);
@@ -685,10 +676,7 @@ fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
 #[test]
 fn a_trim_of_a_crashed_trace_says_the_recording_crashed() {
     let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["record", "-o", "c.hrxt", "--"])
-        .arg(crashing())
-        .arg("abort")
+    let out = record_crashing(dir.path(), "c.hrxt", "abort")
         .output()
         .unwrap();
     assert_eq!(code(&out), 128 + libc::SIGABRT, "{}", stderr(&out));
@@ -738,10 +726,7 @@ fn stats_ended(dir: &Path, file: &str) -> Option<String> {
 #[test]
 fn stats_of_a_trim_of_a_crashed_recording_says_what_info_says() {
     let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["record", "-o", "sv.hrxt", "--"])
-        .arg(crashing())
-        .arg("survive")
+    let out = record_crashing(dir.path(), "sv.hrxt", "survive")
         .output()
         .unwrap();
     assert_eq!(code(&out), 128 + libc::SIGSEGV, "{}", stderr(&out));
@@ -770,16 +755,13 @@ fn stats_of_a_trim_of_a_crashed_recording_says_what_info_says() {
 fn stats_of_a_trace_never_closed_says_where_it_ends() {
     let dir = tempfile::tempdir().unwrap();
     // A program traced without `record`, killed by SIGKILL while it hangs: nothing notes it.
-    let mut program = std::process::Command::new(crashing())
-        .arg("hang")
-        .env("HRX_TRACE", dir.path().join("killed.hrxt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(program.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    assert!(line.starts_with("running "), "{line}");
+    let (mut program, _lines, _) = spawned_until(
+        Command::new(crashing())
+            .arg("hang")
+            .env("HRX_TRACE", dir.path().join("killed.hrxt")),
+        Stdio::null(),
+        "running ",
+    );
     program.kill().unwrap();
     program.wait().unwrap();
     // A clean recording cut short, as `head -c` cuts it.
@@ -859,16 +841,13 @@ fn followers_end_a_trace_nobody_writes_any_more() {
     const ENDED: &str = "ended: not closed and no recorder is writing it (killed, or cut short)";
     let dir = tempfile::tempdir().unwrap();
     let file = "killed.hrxt";
-    let mut program = std::process::Command::new(crashing())
-        .arg("hang")
-        .env("HRX_TRACE", dir.path().join(file))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(program.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap().unwrap();
-    assert!(line.starts_with("running "), "{line}");
+    let (mut program, _lines, _) = spawned_until(
+        Command::new(crashing())
+            .arg("hang")
+            .env("HRX_TRACE", dir.path().join(file)),
+        Stdio::null(),
+        "running ",
+    );
     let mut follow = hrx_trace(dir.path())
         .args(["stats", "--follow", file])
         .stdout(Stdio::piped())
