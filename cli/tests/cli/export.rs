@@ -626,18 +626,10 @@ fn stopped_once(
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    // `kill` returns before the child stops: wait until it has stopped or exited (WNOWAIT
-    // leaves either state to be reaped below), else a child still finishing when the signal
-    // was sent exits 0 (a break-it pass on a loaded host: the trim case, `left: 0`).
-    // SAFETY: a zeroed siginfo_t is valid to be written by waitid; `pid` is our child.
-    let stopped = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let flags = libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT;
-        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) == 0
-            && info.si_code == libc::CLD_STOPPED
-    };
+    // Waited for until it has stopped or exited (either state reaped below), else a child
+    // still finishing when the signal was sent exits 0 (a break-it pass on a loaded host: the
+    // trim case, `left: 0`).
+    let stopped = crate::util::stop(pid);
     // Exited, or stopped once its output was complete (the partial file renamed away): it
     // finished before it was caught writing.
     if !stopped || !partial.exists() {
@@ -855,25 +847,13 @@ fn parquet_exports_move_their_tables_in_one_after_the_other() {
         let out = child.wait_with_output().unwrap();
         assert_eq!(code(&out), 0, "{}", stderr(&out));
     };
-    let pid = child.id();
     let mut child = child;
-    // A liveness limit, not a timing: where `/proc/PID/syscall` cannot be read the export
-    // would wait on our lock for ever.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !waits_in_flock(pid) {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the export never showed in /proc/{pid}/syscall as waiting in flock");
-        }
-        if child.try_wait().unwrap().is_some() {
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "it moved its tables in while another held the directory's lock: {}",
-                stderr(&out)
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    crate::util::wait_until_it_waits(
+        &mut child,
+        waits_in_flock,
+        "in /proc/PID/syscall as waiting in flock",
+        "it moved its tables in while another held the directory's lock",
+    );
     let mut now = dir_files(&tables);
     now.retain(|name, _| !name.ends_with(".partial"));
     assert!(now == earlier, "the tables changed under the lock");

@@ -1714,6 +1714,17 @@ fn the_source_of_a_trim_is_named_escaped_by_info_stats_and_replay() {
     }
 }
 
+/// `hv.hrxt` in `dir`: `host_visible` recorded quietly, `submissions` of them.
+fn record_host_visible(dir: &std::path::Path, submissions: u32) {
+    let out = hrx_trace(dir)
+        .args(["-q", "record", "-o", "hv.hrxt", "--"])
+        .arg(crate::util::example("host_visible"))
+        .arg(submissions.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 /// `replay` and `diff` interrupted (Ctrl-C, a CI runner's timeout) say so in one line, what
 /// they stopped and that nothing was judged (nor a baseline saved), and exit 128+N, as an
 /// interrupted `export` or `trim` says what it removed: both exited 130 without a word. The
@@ -1724,13 +1735,7 @@ fn the_source_of_a_trim_is_named_escaped_by_info_stats_and_replay() {
 fn an_interrupted_replay_or_diff_says_so_in_one_line() {
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["-q", "record", "-o", "hv.hrxt", "--"])
-        .arg(crate::util::example("host_visible"))
-        .arg("20000")
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_host_visible(dir.path(), 20_000);
     let cases: [(&[&str], libc::c_int, &str); 3] = [
         (
             &[
@@ -1821,13 +1826,7 @@ fn interrupted_while_printing(
 fn a_replay_or_diff_interrupted_while_it_prints_its_report_says_so() {
     use hrx_capture::{Record, Recorder, RecorderOptions};
     let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["-q", "record", "-o", "hv.hrxt", "--"])
-        .arg(crate::util::example("host_visible"))
-        .arg("2000")
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_host_visible(dir.path(), 2_000);
     // The same recording with every output digest changed: 2,000 differing outputs, each
     // one in `diff --json`.
     let trace = hrx_capture::read_all(dir.path().join("hv.hrxt")).unwrap();
@@ -1929,13 +1928,7 @@ fn waits_for_a_lock(pid: u32) -> bool {
 fn a_replay_interrupted_while_it_saves_its_baseline_leaves_the_earlier_one() {
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["-q", "record", "-o", "hv.hrxt", "--"])
-        .arg(crate::util::example("host_visible"))
-        .arg("20")
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_host_visible(dir.path(), 20);
     let replay = ["replay", "--backend", "sim", "--repeat", "2", "hv.hrxt"];
     let saved = run(
         dir.path(),
@@ -1966,16 +1959,12 @@ fn a_replay_interrupted_while_it_saves_its_baseline_leaves_the_earlier_one() {
             .spawn()
             .unwrap();
         let pid = child.id();
-        while !waits_for_a_lock(pid) {
-            if child.try_wait().unwrap().is_some() {
-                let out = child.wait_with_output().unwrap();
-                panic!(
-                    "{flag}: it ended without waiting for the lock: {}",
-                    stderr(&out)
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        crate::util::wait_until_it_waits(
+            &mut child,
+            waits_for_a_lock,
+            "in /proc/locks as waiting for a lock",
+            &format!("{flag}: it ended without waiting for the lock"),
+        );
         let partial = format!("b.json.{pid}.partial");
         assert_eq!(
             crate::util::partial_files(dir.path()),

@@ -346,6 +346,50 @@ pub fn send_twice_at_once(pid: u32, signal: libc::c_int) -> bool {
     start.elapsed() < std::time::Duration::from_millis(100)
 }
 
+/// Stops `pid`, our child not yet reaped, with SIGSTOP and waits until it has stopped or
+/// exited (`kill` returns before the child stops): whether it stopped. WNOWAIT leaves either
+/// state to be reaped by the caller.
+pub fn stop(pid: libc::pid_t) -> bool {
+    // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // SAFETY: a zeroed siginfo_t is valid to be written by waitid; `pid` is our child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT;
+        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) == 0
+            && info.si_code == libc::CLD_STOPPED
+    }
+}
+
+/// Waits until `waits(pid)` says `child` waits (for a lock), `what` naming that wait: a
+/// liveness limit of two minutes, not a timing, where `waits` cannot see it wait (its `/proc`
+/// file unreadable) it would wait for ever. Panics with `ended` and its standard error where
+/// it ends first.
+pub fn wait_until_it_waits(
+    child: &mut std::process::Child,
+    waits: impl Fn(u32) -> bool,
+    what: &str,
+    ended: &str,
+) {
+    use std::io::Read;
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !waits(pid) {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{pid} never showed {what}");
+        }
+        if child.try_wait().unwrap().is_some() {
+            let mut err = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                stderr.read_to_string(&mut err).unwrap();
+            }
+            panic!("{ended}: {err}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// Sends `signal` to `child` once it handles it: once its `/proc` status lists a handler
 /// for `signal` (`SigCgt`), the child is stopped (SIGSTOP), sent `signal` and continued, so
 /// that the signal meets the handler however the machine schedules this thread. `false`
@@ -370,17 +414,7 @@ pub fn signal_once_handled(child: &mut std::process::Child, signal: libc::c_int)
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    // SAFETY: kill has no memory preconditions; `pid` is our child, not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    // Stopped or exited (WNOWAIT leaves either state to be reaped by the caller).
-    // SAFETY: a zeroed siginfo_t is valid to be written by waitid; `pid` is our child.
-    let stopped = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let flags = libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT;
-        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) == 0
-            && info.si_code == libc::CLD_STOPPED
-    };
-    let caught = stopped && handled();
+    let caught = stop(pid) && handled();
     // SAFETY: as above; the signal waits for SIGCONT.
     unsafe {
         if caught {
