@@ -198,7 +198,21 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error),
     };
-    if !to_stdout && let Err(error) = std::fs::rename(&partial, &output) {
+    let renamed = match &interruptible {
+        Some(interruptible) => interruptible.commit_saying(
+            || std::fs::rename(&partial, &output),
+            |renamed| {
+                renamed.is_ok().then(|| {
+                    format!(
+                        "the export {} was complete: it is in place",
+                        args.output.shown()
+                    )
+                })
+            },
+        ),
+        None => Ok(()),
+    };
+    if let Err(error) = renamed {
         progress.finish_and_clear();
         return Err(remove_incomplete(&partial, &args.output, error.into()));
     }
@@ -680,13 +694,23 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
     };
     let locked = crate::partial::lock_folder_waiting(dir, dir);
     let mut moved = 0;
-    let committed = interruptible.commit(|| {
-        for name in &ours {
-            std::fs::rename(staging.join(name), dir.join(name))?;
-            moved += 1;
-        }
-        std::fs::remove_dir(&staging)
-    });
+    let committed = interruptible.commit_saying(
+        || {
+            for name in &ours {
+                std::fs::rename(staging.join(name), dir.join(name))?;
+                moved += 1;
+            }
+            std::fs::remove_dir(&staging)
+        },
+        |committed| {
+            committed.is_ok().then(|| {
+                format!(
+                    "the Parquet tables were complete: they are in {}",
+                    dir.shown()
+                )
+            })
+        },
+    );
     drop(locked);
     if let Err(e) = committed {
         remove_staging();

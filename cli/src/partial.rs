@@ -16,7 +16,7 @@
 //! one. [`Interruptible::finished`] (or dropping it) forgets the file and gives the signals
 //! their default action again.
 //!
-//! A commit ([`Interruptible::commit`], [`Interruptible::commit_saying`]: the renames that
+//! A commit ([`Interruptible::commit_saying`]: the renames that
 //! put a complete output in place) runs with the signals blocked on its thread, and a
 //! handler on another thread waits for it to end (a handler already running ends the
 //! process before a commit starts): the output is then whole where it was or whole where it
@@ -340,24 +340,19 @@ impl Interruptible {
     }
 
     /// Runs `commit` (the renames that put a complete output in place) with [`SIGNALS`]
-    /// blocked on this thread, a handler on another thread waiting for it, then forgets the
-    /// output: a signal then ends the process without removing anything, so that the output
-    /// is never left without the files already renamed into it.
-    #[cfg_attr(not(feature = "parquet"), allow(dead_code))] // Parquet's only
-    pub fn commit<R>(&self, commit: impl FnOnce() -> R) -> R {
-        committed(commit, |_| None)
-    }
-
-    /// [`Interruptible::commit`] for a verb that goes on once its output is in place (a
-    /// replay's baseline, then its report): once `commit` is done, what an interruption says
-    /// is `said` of its result (`... baseline saved to b.json`, or, where the rename failed,
-    /// what it said before), removing nothing. A signal while it runs waits for it.
+    /// blocked on this thread, a handler on another thread waiting for it. Once it is done,
+    /// what an interruption says is `said` of its result (`... baseline saved to b.json`,
+    /// `the export t.json was complete: it is in place`), removing nothing; where `said` is
+    /// `None` (a rename that failed, whose caller removes what is left), the output is
+    /// forgotten and an interruption says nothing. The output is never left without the
+    /// files already renamed into it, and a signal after a complete output is in place says
+    /// so (it exited 128+N without a word: a break-it pass).
     pub fn commit_saying<R>(
         &self,
         commit: impl FnOnce() -> R,
-        said: impl FnOnce(&R) -> String,
+        said: impl FnOnce(&R) -> Option<String>,
     ) -> R {
-        committed(commit, |done| Some(said(done)))
+        committed(commit, said)
     }
 
     /// The output is complete (or removed by its own error path): forgets it and gives the

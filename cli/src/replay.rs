@@ -598,11 +598,11 @@ impl hrx_replay::Replacer for Guarded<'_> {
 
     fn commit(&self, rename: &mut dyn FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
         self.interruptible.commit_saying(rename, |renamed| {
-            if renamed.is_ok() {
+            Some(if renamed.is_ok() {
                 self.saved.clone()
             } else {
                 self.unsaved.to_owned()
-            }
+            })
         })
     }
 }
