@@ -49,8 +49,9 @@
 //! [`HostClock::to_session_ns`]: crate::schema::HostClock::to_session_ns
 
 use crate::schema::HostClockSource;
-use std::sync::atomic::{AtomicU64, Ordering, fence};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::cell::UnsafeCell;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// Environment variable choosing the host clock: `auto` (the default: the TSC where it is
 /// invariant, else `CLOCK_MONOTONIC`) or `monotonic` (always `CLOCK_MONOTONIC`: the clock
@@ -166,6 +167,74 @@ struct Calibrator {
     current: Segment,
 }
 
+/// The calibrator behind a lock that a forked child can let go of ([`after_fork`]): a
+/// `std::sync::Mutex` held by the parent's writer thread when a thread forked stayed held
+/// in the child for ever (no thread there to release it), so the child's first recorder
+/// hung in its first calibration (a forked child of a traced process, on a loaded machine:
+/// `runtime::fork::a_new_runtime_in_a_forked_child_of_a_traced_process_works` timed out).
+/// Held only by writer threads while they calibrate, rarely contended: waiters yield.
+struct Calibrating {
+    held: AtomicBool,
+    cal: UnsafeCell<Calibrator>,
+}
+
+// SAFETY: `cal` is reached only through `Calibrating::lock`, which `held` serializes.
+unsafe impl Sync for Calibrating {}
+
+/// [`Calibrating`]'s calibrator, held until dropped.
+struct Held<'a>(&'a Calibrating);
+
+impl Calibrating {
+    fn lock(&self) -> Held<'_> {
+        while self
+            .held
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        Held(self)
+    }
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Calibrator;
+    fn deref(&self) -> &Calibrator {
+        // SAFETY: held (see `Calibrating::lock`).
+        unsafe { &*self.0.cal.get() }
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Calibrator {
+        // SAFETY: held, and this guard is the only one.
+        unsafe { &mut *self.0.cal.get() }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.held.store(false, Ordering::Release);
+    }
+}
+
+/// In a child just forked (its only thread, from the `pthread_atfork` child handler of
+/// [`crate::fork`]): lets go of what the parent's threads held of the clock at the fork,
+/// which no thread of the child will release. The calibrator's lock is freed, and a segment
+/// being published (an odd sequence) is taken as published, so that `now_ns` does not
+/// wait for ever: its fields may mix the old segment and the new one until the child's
+/// first calibration (its recorder's start) publishes a whole one. Only atomics: what a
+/// forked child of a multithreaded process may do.
+pub(crate) fn after_fork() {
+    if let Some(clock) = CLOCK.get() {
+        clock.calibrator.held.store(false, Ordering::Release);
+        let seq = clock.seq.load(Ordering::Relaxed);
+        if seq & 1 == 1 {
+            clock.seq.store(seq.wrapping_add(1), Ordering::Release);
+        }
+    }
+}
+
 /// The process's host clock.
 pub(crate) struct Clock {
     source: HostClockSource,
@@ -173,7 +242,7 @@ pub(crate) struct Clock {
     from_ticks: AtomicU64,
     from_ns: AtomicU64,
     ns_per_tick_q32: AtomicU64,
-    calibrator: Mutex<Calibrator>,
+    calibrator: Calibrating,
 }
 
 static CLOCK: OnceLock<Clock> = OnceLock::new();
@@ -267,6 +336,8 @@ pub fn monotonic_ns() -> u64 {
 
 impl Clock {
     pub(crate) fn new(choice: ClockChoice) -> Clock {
+        // A forked child must let go of this clock's lock ([`after_fork`]).
+        crate::fork::watch_forks();
         let source = match choice {
             ClockChoice::Auto if invariant_tsc() => HostClockSource::Tsc,
             _ => HostClockSource::Monotonic,
@@ -301,11 +372,14 @@ impl Clock {
             from_ticks: AtomicU64::new(current.from_ticks),
             from_ns: AtomicU64::new(current.from_ns),
             ns_per_tick_q32: AtomicU64::new(current.ns_per_tick_q32),
-            calibrator: Mutex::new(Calibrator {
-                first,
-                last,
-                current,
-            }),
+            calibrator: Calibrating {
+                held: AtomicBool::new(false),
+                cal: UnsafeCell::new(Calibrator {
+                    first,
+                    last,
+                    current,
+                }),
+            },
         }
     }
 
@@ -350,10 +424,7 @@ impl Clock {
     }
 
     pub(crate) fn recalibrate(&self) -> Calibration {
-        let mut cal = self
-            .calibrator
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut cal = self.calibrator.lock();
         let now = pair(self.source);
         let clock_ns = cal.current.to_ns(now.ticks);
         let next = match self.source {
@@ -449,6 +520,55 @@ fn pair(source: HostClockSource) -> Pair {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child forked while another thread calibrated the clock (its lock held, a segment
+    /// half published) reads the clock and calibrates it: with a `Mutex` the child's first
+    /// calibration waited for ever for a lock no thread of its would release. The forking
+    /// thread holds them here, as the parent's writer thread would.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_clock_was_calibrated_reads_and_calibrates_it() {
+        let clock = clock();
+        crate::fork::watch_forks();
+        let held = clock.calibrator.lock();
+        // Odd: a publish under way. Other tests' reads wait only across the fork.
+        let seq = clock.seq.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: the child makes no allocation and ends with `_exit`: no test harness, no
+        // exit handlers of the parent's.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let before = now_ns();
+            let calibration = recalibrate();
+            let after = now_ns();
+            let fine = after >= before && calibration.monotonic_ns > 0;
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(if fine { 0 } else { 1 }) };
+        }
+        // Published (the segment unchanged), and the lock let go, in this process.
+        clock.seq.store(seq.wrapping_add(2), Ordering::Release);
+        drop(held);
+        assert!(pid > 0, "fork failed");
+        let mut status = 0;
+        // A liveness limit, not a measurement: the child ends at once, or never (it hangs).
+        let mut ended = false;
+        for _ in 0..600 {
+            // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                ended = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if !ended {
+            // SAFETY: our child, killed and reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+        }
+        assert!(ended, "the forked child hung on the clock");
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
 
     fn calibrator(first: Pair, current: Segment) -> Calibrator {
         Calibrator {

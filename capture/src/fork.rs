@@ -10,7 +10,9 @@
 //! and readers called the dead recording "being recorded now" until the child exited (Linux
 //! has no close-on-fork flag). The child's descriptor is pointed at `/dev/null` instead
 //! (`dup2`, so the number stays taken and the child's `File` closes nothing of another's);
-//! the child records nothing anyway.
+//! the child records nothing anyway. It also lets go of the host clock's calibration lock
+//! and of a segment being published (`clock::after_fork`), which a parent's writer thread
+//! may hold at the fork and no thread of the child would release.
 
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
@@ -25,10 +27,12 @@ pub fn watch_forks() -> u64 {
         extern "C" fn child() {
             FORKS.fetch_add(1, Ordering::Relaxed);
             release_held();
+            crate::clock::after_fork();
         }
         static WATCH: std::sync::Once = std::sync::Once::new();
         // SAFETY: the handler adds to an atomic and makes only async-signal-safe calls
-        // (`release_held`: what a forked child of a multithreaded process may do); it is
+        // (`release_held`, `clock::after_fork`: atomics and what a forked child of a
+        // multithreaded process may do); it is
         // registered once.
         WATCH.call_once(|| unsafe {
             libc::pthread_atfork(None, None, Some(child));
