@@ -596,6 +596,13 @@ impl hrx_replay::Replacer for Guarded<'_> {
             .create_beside_saying(target, self.unsaved)
     }
 
+    fn waiting(&self, dir: &std::path::Path) {
+        crate::output::note(format_args!(
+            "waiting for another process's lock on {} to write the baseline",
+            dir.shown()
+        ));
+    }
+
     fn commit(&self, rename: &mut dyn FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
         self.interruptible.commit_saying(rename, |renamed| {
             Some(if renamed.is_ok() {

@@ -1034,6 +1034,12 @@ pub trait Replacer {
     /// # Errors
     /// `rename`'s.
     fn commit(&self, rename: &mut dyn FnMut() -> std::io::Result<()>) -> std::io::Result<()>;
+
+    /// Told, before the wait, that another process holds the lock on the baseline's folder
+    /// `dir` (another replay adding to a baseline there): the wait has no bound, so a
+    /// command-line tool says what it waits for (it waited in silence: a break-it pass).
+    /// Nothing by default.
+    fn waiting(&self, _dir: &Path) {}
 }
 
 /// The plain [`Replacer`]: [`hrx_capture::replace::create_beside`], then the rename.
@@ -1080,7 +1086,14 @@ fn replace(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (partial, mut file) = replacer.create_beside(&target).map_err(cannot)?;
-    let lock = File::open(dir).ok().filter(|d| d.lock().is_ok());
+    let lock = File::open(dir).ok().filter(|d| match d.try_lock() {
+        Ok(()) => true,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            replacer.waiting(dir);
+            d.lock().is_ok()
+        }
+        Err(std::fs::TryLockError::Error(_)) => false,
+    });
     let replaced = contents().and_then(|text| {
         let written = file
             .write_all(text.as_bytes())

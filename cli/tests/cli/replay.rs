@@ -1978,11 +1978,15 @@ fn a_replay_interrupted_while_it_saves_its_baseline_leaves_the_earlier_one() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(128 + signal), "{flag}: {err}");
         let name = hrx_capture::schema::signal_name(signal).unwrap();
+        // What it waited for, said before the wait (it waited in silence: a break-it pass).
+        let folder_shown = std::fs::canonicalize(dir.path()).unwrap();
         assert_eq!(
             err,
             format!(
-                "error: interrupted by signal {signal} ({name}): the replay of hv.hrxt \
-                 stopped before its verdict: nothing judged, {unsaved}\n"
+                "note: waiting for another process's lock on {} to write the baseline\n\
+                 error: interrupted by signal {signal} ({name}): the replay of hv.hrxt \
+                 stopped before its verdict: nothing judged, {unsaved}\n",
+                folder_shown.display()
             ),
             "{flag}"
         );
