@@ -199,17 +199,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         Err(error) => return Err(error),
     };
     let renamed = match &interruptible {
-        Some(interruptible) => interruptible.commit_saying(
-            || std::fs::rename(&partial, &output),
-            |renamed| {
-                renamed.is_ok().then(|| {
-                    format!(
-                        "the export {} was complete: it is in place",
-                        args.output.shown()
-                    )
-                })
-            },
-        ),
+        Some(interruptible) => {
+            interruptible.rename_into_place(&partial, &output, "the export", &args.output)
+        }
         None => Ok(()),
     };
     if let Err(error) = renamed {

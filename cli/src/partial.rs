@@ -355,6 +355,31 @@ impl Interruptible {
         committed(commit, said)
     }
 
+    /// Renames `partial` onto `output` with [`Interruptible::commit_saying`], after which an
+    /// interruption says `{what} {shown} was complete: it is in place` (`the export t.json`,
+    /// `the trimmed trace t.hrxt`); a failed rename forgets the output, which the caller
+    /// removes.
+    ///
+    /// # Errors
+    ///
+    /// The rename's.
+    pub fn rename_into_place(
+        &self,
+        partial: &Path,
+        output: &Path,
+        what: &str,
+        shown: &Path,
+    ) -> io::Result<()> {
+        self.commit_saying(
+            || std::fs::rename(partial, output),
+            |renamed| {
+                renamed
+                    .is_ok()
+                    .then(|| format!("{what} {} was complete: it is in place", shown.shown()))
+            },
+        )
+    }
+
     /// The output is complete (or removed by its own error path): forgets it and gives the
     /// signals their default action again.
     pub fn finished(self) {}

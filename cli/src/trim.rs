@@ -144,17 +144,8 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_file(&partial);
         return Err(live.into());
     }
-    let renamed = interruptible.commit_saying(
-        || std::fs::rename(&partial, &output),
-        |renamed| {
-            renamed.is_ok().then(|| {
-                format!(
-                    "the trimmed trace {} was complete: it is in place",
-                    args.output.shown()
-                )
-            })
-        },
-    );
+    let renamed =
+        interruptible.rename_into_place(&partial, &output, "the trimmed trace", &args.output);
     if let Err(error) = renamed {
         let _ = std::fs::remove_file(&partial);
         return Err(Failure::new(format!("cannot write {}: {error}", args.output.shown())).into());
