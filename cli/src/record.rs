@@ -587,7 +587,7 @@ fn write_stdout(text: &str) -> io::Result<()> {
 }
 
 /// A write to standard output whose reader went away (`| head`) is no error.
-fn pipe_closed_is_ok(written: io::Result<()>) -> io::Result<()> {
+pub(crate) fn pipe_closed_is_ok(written: io::Result<()>) -> io::Result<()> {
     match written {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,

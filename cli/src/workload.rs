@@ -621,10 +621,7 @@ fn not_started(
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
             .and_then(|()| out.flush());
-        match written {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-            _ => {}
-        }
+        crate::record::pipe_closed_is_ok(written)?;
     }
     Ok(error)
 }
