@@ -65,14 +65,6 @@ pub enum BindingError {
         /// The overlapping byte range.
         range: Range<usize>,
     },
-    /// The NPU binding's device or memory bank differs from the program's.
-    #[error("binding {index}: {reason}")]
-    Placement {
-        /// Binding index.
-        index: usize,
-        /// What differs.
-        reason: String,
-    },
 }
 
 /// The device call that failed: which backend, which vendor function, and what it returned.

@@ -1,6 +1,16 @@
 //! The build stage: [`Graph`], a pipeline builder. Each operation declares its lane and the
 //! byte ranges it reads and writes; contracts, alignment and runtime identity are checked as
 //! it is added, and the trace records it.
+//!
+//! Error variants follow the seed (`shared/seed/graph.rs`). Where the seed answers
+//! `Message` for a validation failure the runtime answers a narrower validation variant
+//! ([`Error::Binding`], [`Error::InvalidCopy`], [`Error::ForeignRuntime`]); where it answers
+//! `Unsupported`, so does the runtime. An NPU binding whose buffer object is on another NPU
+//! device, or in another memory bank than the program's argument, is
+//! [`Error::Unsupported`], as in the seed's `Graph::npu`, like a binding with no NPU import:
+//! the program cannot use that placement, whatever the binding's extent and alignment, and a
+//! caller who matches the seed's variant must find it (it was [`Error::Binding`], a
+//! binding the kernel's contract rejects).
 
 use super::dependencies::Use;
 use super::gpu_kernel::GpuKernel;
@@ -255,9 +265,9 @@ impl Graph {
     /// context on the same device and bank.
     ///
     /// # Errors
-    /// [`Error::Binding`] (including [`crate::BindingError::Placement`]);
-    /// [`Error::Unsupported`] for a binding without an NPU import;
-    /// [`Error::ForeignRuntime`].
+    /// [`Error::Binding`] for a binding its contract rejects (count, extent, aliasing,
+    /// alignment); [`Error::Unsupported`] for a binding without an NPU import or on another
+    /// NPU device or memory bank than the argument's; [`Error::ForeignRuntime`].
     pub fn npu(&mut self, kernel: &crate::NpuKernel, bindings: &[BufferView]) -> Result<Node> {
         if !Arc::ptr_eq(&kernel.inner.runtime, &self.owner) {
             return Err(Error::ForeignRuntime { what: "kernel" });
@@ -277,14 +287,12 @@ impl Graph {
                 || storage.group.map(crate::npu::memory_bank)
                     != Some(crate::npu::memory_bank(*group))
             {
-                return Err(crate::BindingError::Placement {
-                    index,
-                    reason: format!(
-                        "buffer {} is on NPU device {:?} group {:?}, the kernel needs device {} group {}",
-                        storage.id, storage.npu_device, storage.group, kernel.inner.device, group
-                    ),
-                }
-                .into());
+                // The seed's variant: a placement the program cannot use is unsupported,
+                // not a binding its contract rejects (see the module docs).
+                return Err(Error::Unsupported(format!(
+                    "NPU binding {index}: buffer {} is on NPU device {:?} group {:?}, the kernel needs device {} memory bank of group {}",
+                    storage.id, storage.npu_device, storage.group, kernel.inner.device, group
+                )));
             }
         }
         let uses = bindings

@@ -501,3 +501,29 @@ fn an_npu_runs_failure_is_classified_as_any_native_failure() {
         }
     }
 }
+
+/// The seed's `Graph::npu` answers `Error::Unsupported` for a binding whose buffer object
+/// lives on another NPU device or in another memory bank than the program's argument needs,
+/// as it does for a binding with no NPU import at all: the placement is not supported by
+/// that program, whatever the binding's extent or alignment. It was `Error::Binding`, the
+/// variant of a binding the kernel's contract rejects.
+#[test]
+fn an_npu_binding_in_another_memory_bank_is_unsupported() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let kernel = rt.npu_kernel(&kernels::npu_threshold(64, 100)).unwrap();
+    let (g0, g1) = (kernel.group(0).unwrap(), kernel.group(1).unwrap());
+    assert_ne!(g0, g1, "the kernel's arguments are in two banks");
+    let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+    let wrong_bank = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+    let mut graph = rt.graph();
+    let error = graph
+        .npu(&kernel, &[input.whole(), wrong_bank.whole()])
+        .unwrap_err();
+    assert!(matches!(error, Error::Unsupported(_)), "{error:?}");
+    let said = error.to_string();
+    assert!(
+        said.contains("binding 1") && said.contains(&format!("buffer {}", wrong_bank.id())),
+        "the message names the binding and its buffer: {said}"
+    );
+    assert!(graph.is_empty(), "nothing was added");
+}
