@@ -876,9 +876,13 @@ impl Scheduler {
                 .expect("found above");
             let cause = match status {
                 Status::Failed(error) => format!("producer submission {producer} failed: {error}"),
-                Status::Cancelled(error) => {
-                    format!("producer submission {producer} was cancelled: {error}")
-                }
+                // The producer's own cause, without its `cancelled:` prefix once more.
+                Status::Cancelled(error) => match &*error {
+                    Error::Cancelled(cause) => {
+                        format!("producer submission {producer} was cancelled: {cause}")
+                    }
+                    other => format!("producer submission {producer} was cancelled: {other}"),
+                },
                 Status::Succeeded => unreachable!("filtered"),
             };
             Self::cancel_pending(flight, &mut self.pending, &cause);

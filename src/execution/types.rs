@@ -133,12 +133,17 @@ impl Status {
     /// `Ok` on success, the failure or cancellation otherwise.
     ///
     /// # Errors
-    /// The failure's error, or [`Error::Cancelled`] naming the cause.
+    /// The failure's error, or [`Error::Cancelled`] naming the cause. A cancellation's error
+    /// is an [`Error::Cancelled`] already and is answered as it is (wrapped again, it read
+    /// `cancelled: cancelled: ...`).
     pub fn into_result(self) -> Result<()> {
         match self {
             Status::Succeeded => Ok(()),
             Status::Failed(error) => Err((*error).clone()),
-            Status::Cancelled(cause) => Err(Error::Cancelled(cause.to_string())),
+            Status::Cancelled(cause) => Err(match &*cause {
+                Error::Cancelled(_) => (*cause).clone(),
+                other => Error::Cancelled(other.to_string()),
+            }),
         }
     }
 }

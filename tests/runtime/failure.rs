@@ -141,6 +141,46 @@ fn a_failed_region_cancels_the_rest_of_its_submission() {
     );
 }
 
+/// A cancelled submission's error says `cancelled:` once, then its cause, down the chain of
+/// producers: it said `cancelled: cancelled: producer submission 1 failed: ...` (the cause,
+/// itself an `Error::Cancelled`, wrapped in another), and a dependent of a cancelled producer
+/// `... was cancelled: cancelled: producer submission 1 failed: ...`.
+#[test]
+fn a_cancelled_submissions_error_says_cancelled_once() {
+    let rt = with_fault("op=1:kernel-error");
+    let (a, b, c) = (
+        rt.buffer(8, Placement::GpuLocal).unwrap(),
+        rt.buffer(8, Placement::GpuLocal).unwrap(),
+        rt.buffer(8, Placement::GpuLocal).unwrap(),
+    );
+    let graph_of = |buffer: &hrx::Buffer| {
+        let mut graph = rt.graph();
+        graph.fill(buffer.whole(), 1).unwrap();
+        graph.prepare().unwrap()
+    };
+    let (producer, middle, last) = (graph_of(&a), graph_of(&b), graph_of(&c));
+    let p = producer.submit().unwrap();
+    let m = middle.submit_after(std::slice::from_ref(&p)).unwrap();
+    let l = last.submit_after(std::slice::from_ref(&m)).unwrap();
+    let failure = p.wait().unwrap_err().to_string();
+    let (pn, mn) = (p.submission(), m.submission());
+    assert_eq!(
+        m.wait().unwrap_err().to_string(),
+        format!("cancelled: producer submission {pn} failed: {failure}")
+    );
+    assert_eq!(
+        l.wait().unwrap_err().to_string(),
+        format!(
+            "cancelled: producer submission {mn} was cancelled: producer submission {pn} failed: {failure}"
+        )
+    );
+    // The status holds the same error as `wait` answers.
+    let Some(Status::Cancelled(cause)) = m.status() else {
+        panic!("{:?}", m.status())
+    };
+    assert_eq!(cause.to_string(), m.wait().unwrap_err().to_string());
+}
+
 #[test]
 fn a_failed_producer_cancels_its_dependents_transitively_even_without_overlap() {
     let rt = with_fault("op=1:device-lost");
