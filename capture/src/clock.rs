@@ -50,8 +50,7 @@
 
 use crate::schema::HostClockSource;
 use std::cell::UnsafeCell;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, fence};
 
 /// Environment variable choosing the host clock: `auto` (the default: the TSC where it is
 /// invariant, else `CLOCK_MONOTONIC`) or `monotonic` (always `CLOCK_MONOTONIC`: the clock
@@ -245,11 +244,62 @@ pub(crate) struct Clock {
     calibrator: Calibrating,
 }
 
-static CLOCK: OnceLock<Clock> = OnceLock::new();
+static CLOCK: Published<Clock> = Published::new();
 
 #[inline]
 fn clock() -> &'static Clock {
     CLOCK.get_or_init(|| Clock::new(ClockChoice::from_env().unwrap_or(ClockChoice::Auto)))
+}
+
+/// A value made once and kept for the process, whose making never waits on another thread's:
+/// threads that find it unmade each make one, the first published wins and the others' are
+/// dropped. Not a `OnceLock`: a child forked while a parent's thread was inside a
+/// `OnceLock`'s initializer (the clock's takes about 1 ms, measuring the TSC) finds it being
+/// made for ever, and its first clock read waited for a thread the child does not have.
+pub(crate) struct Published<T: 'static>(AtomicPtr<T>);
+
+impl<T: 'static> Published<T> {
+    pub(crate) const fn new() -> Self {
+        Self(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// The value, if one was published.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&'static T> {
+        let value = self.0.load(Ordering::Acquire);
+        // SAFETY: non-null pointers here come from `Box::into_raw` in `get_or_init`, are
+        // published once and never freed (the value lives for the process).
+        (!value.is_null()).then(|| unsafe { &*value })
+    }
+
+    /// The value, made by `make` on this thread where none was published yet.
+    #[inline]
+    pub(crate) fn get_or_init(&self, make: impl FnOnce() -> T) -> &'static T {
+        match self.get() {
+            Some(value) => value,
+            None => self.publish(make()),
+        }
+    }
+
+    #[cold]
+    fn publish(&self, value: T) -> &'static T {
+        let new = Box::into_raw(Box::new(value));
+        match self.0.compare_exchange(
+            std::ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published, never freed.
+            Ok(_) => unsafe { &*new },
+            Err(winner) => {
+                // SAFETY: `new` was never published: this thread owns it. `winner` was
+                // published by another thread and is never freed.
+                drop(unsafe { Box::from_raw(new) });
+                unsafe { &*winner }
+            }
+        }
+    }
 }
 
 /// The host clock in ns on the `CLOCK_MONOTONIC` time line (within the latest calibration's
@@ -327,7 +377,7 @@ pub fn monotonic_ns() -> u64 {
     }
     #[cfg(not(unix))]
     {
-        static BASE: OnceLock<std::time::Instant> = OnceLock::new();
+        static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
         BASE.get_or_init(std::time::Instant::now)
             .elapsed()
             .as_nanos() as u64
@@ -568,6 +618,81 @@ mod tests {
         }
         assert!(ended, "the forked child hung on the clock");
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+
+    /// A child forked while another thread of its parent is making a [`Published`] value
+    /// (as the clock's first use measures the TSC for about 1 ms) makes its own and goes on:
+    /// with the `OnceLock` the clock had, the child's first read waited for ever for an
+    /// initializer that no thread of the child runs. The maker here waits, inside `make`,
+    /// until the parent has forked.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_a_value_is_being_made_makes_its_own() {
+        static CELL: Published<u64> = Published::new();
+        let (entered_tx, entered) = std::sync::mpsc::channel();
+        let (forked, forked_rx) = std::sync::mpsc::channel::<()>();
+        let maker = std::thread::spawn(move || {
+            *CELL.get_or_init(|| {
+                entered_tx.send(()).unwrap();
+                forked_rx.recv().unwrap();
+                1
+            })
+        });
+        entered.recv().unwrap();
+        // SAFETY: the child makes one allocation (the value; the allocator's lock is not
+        // held by the parked maker) and ends with `_exit`: no test harness, no exit handlers.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let value = *CELL.get_or_init(|| 2);
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(if value == 2 { 0 } else { 1 }) };
+        }
+        forked.send(()).unwrap();
+        // The parent's maker published first: every later reader gets its value.
+        assert_eq!(maker.join().unwrap(), 1);
+        assert_eq!(*CELL.get_or_init(|| 3), 1);
+        assert!(pid > 0, "fork failed");
+        let mut status = 0;
+        // A liveness limit, not a measurement: the child ends at once, or never (it hangs).
+        let mut ended = false;
+        for _ in 0..600 {
+            // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                ended = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if !ended {
+            // SAFETY: our child, killed and reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+        }
+        assert!(ended, "the forked child hung on a value being made");
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
+
+    /// Two threads that find no value each make one; one is kept and both get it.
+    #[test]
+    fn racing_makers_agree_on_one_value() {
+        static CELL: Published<usize> = Published::new();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let makers: Vec<_> = (0..2)
+            .map(|i| {
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    *CELL.get_or_init(|| {
+                        barrier.wait();
+                        i
+                    })
+                })
+            })
+            .collect();
+        let got: Vec<usize> = makers.into_iter().map(|m| m.join().unwrap()).collect();
+        assert_eq!(got[0], got[1]);
+        assert_eq!(CELL.get(), Some(&got[0]));
     }
 
     fn calibrator(first: Pair, current: Segment) -> Calibrator {
