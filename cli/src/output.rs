@@ -321,12 +321,19 @@ pub enum StandardStream {
     Error,
 }
 
-/// Writes one line on standard error. One that cannot be written (a closed pipe, a full
-/// disk) is lost rather than ending the run: `eprintln!` panics there, and the panic hook's
-/// own message then aborted the process (exit 134), whatever the program's exit code was.
+/// Writes one line on standard error, in one `write`: every `warning:`, `note:` and
+/// `error:` line goes out here. One that cannot be written (a closed pipe, a full disk) is
+/// lost rather than ending the run: `eprintln!` panics there, and the panic hook's own
+/// message then aborted the process (exit 134), whatever the program's exit code was.
+/// Formatted first, not written with `writeln!`: standard error is unbuffered, so that wrote
+/// `warning:`, ` `, the text and the newline one `write` each, and an interruption's line
+/// ([`crate::partial`]) said between two of them was glued on (`warning:error: interrupted
+/// ...`, a break-it pass).
 pub fn eline(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Warns that `n` spans or ranges of `path` end before they start (crafted or damaged times),

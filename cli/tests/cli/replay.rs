@@ -1999,3 +1999,53 @@ fn a_replay_interrupted_while_it_saves_its_baseline_leaves_the_earlier_one() {
         assert_eq!(std::fs::read(dir.path().join("b.json")).unwrap(), earlier);
     }
 }
+
+/// The interruption's `error:` line starts a line, even when the signal comes while a
+/// warning is being written: a warning went out in pieces (`warning:`, ` `, its text, the
+/// newline, one `write` each), and a signal between two of them glued the interruption on
+/// (`warning:error: interrupted ...`, break-it E3), which `grep '^error:'` misses. Standard
+/// error is a pipe of one page left 8 bytes free, as much as `warning:`: the warning's
+/// write waits there, full, until the signal is sent, then the pipe is read.
+#[test]
+fn an_interruption_while_a_warning_is_written_starts_its_own_line() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let mut held = vec![b'x'; 4095 - "warning:".len()];
+    held.push(b'\n');
+    let (mut read, write) = crate::util::small_pipe(&held);
+    // `-q`: the warning (`--until` past the last submission) is the first line it writes.
+    let mut child = hrx_trace(dir.path())
+        .args(["-q", "replay", "h.hrxt", "--until", "1000000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(write)
+        .spawn()
+        .unwrap();
+    crate::util::wait_until_it_waits(
+        &mut child,
+        |pid| crate::util::blocked_writing(pid, 2),
+        "a write to standard error waiting",
+        "it ended before it waited to write a warning",
+    );
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let mut err = Vec::new();
+    read.read_to_end(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    let err = String::from_utf8_lossy(&err[held.len()..]).into_owned();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::into_raw(status) >> 8,
+        128 + libc::SIGTERM,
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: interrupted by signal 15 (SIGTERM): ")),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .all(|l| !l.contains("error: interrupted") || l.starts_with("error: ")),
+        "{err}"
+    );
+}

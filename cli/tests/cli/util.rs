@@ -424,3 +424,43 @@ pub fn signal_once_handled(child: &mut std::process::Child, signal: libc::c_int)
     }
     caught
 }
+
+/// Whether a thread of `pid` is blocked in `write(fd, ...)` (its `/proc/PID/task/TID/syscall`
+/// says syscall 1, `write`, with `fd` as its first argument): a write to a full pipe that
+/// nobody reads waits there until the pipe is read.
+pub fn blocked_writing(pid: u32, fd: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let call = format!("{} {fd:#x} ", libc::SYS_write);
+    tasks.filter_map(Result::ok).any(|task| {
+        std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|s| s.starts_with(&call))
+    })
+}
+
+/// A pipe of one page (4096 bytes, `F_SETPIPE_SZ`) holding `held` bytes already, its read
+/// end and its write end: a write to it that does not fit in what is left waits until it
+/// is read (the kernel writes up to a page's worth at once, nothing of a short write that
+/// does not fit).
+pub fn small_pipe(held: &[u8]) -> (std::fs::File, std::os::fd::OwnedFd) {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two new descriptors into the array, which we own from then on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both are open descriptors that nothing else owns.
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    // SAFETY: fcntl on a descriptor we own.
+    assert_eq!(
+        unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 4096) },
+        4096
+    );
+    let mut writer = std::fs::File::from(write.try_clone().unwrap());
+    writer.write_all(held).unwrap();
+    (read, write)
+}
