@@ -309,7 +309,7 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     print_summary(&output, &stats, json)?;
     closed?;
     crate::record::warn_empty_range(range.as_ref(), &output, &stats);
-    match after_signal(stop::requested(), outcome.stopped) {
+    match after_signal(stop::requested(), stop::folded(), outcome.stopped) {
         AfterSignal::Stopped { note, code } => {
             crate::output::note(format_args!("{note}"));
             // What was recorded before the stop is a reference like a whole run's.
@@ -341,21 +341,28 @@ enum AfterSignal {
     None,
 }
 
-/// [`AfterSignal`] of `signal` (received, if any) for a run the signal `stopped` or not. It
-/// said "stopped the workload" and exited 128+N beside `outcome ok: 200 of 200 frames
-/// delivered` when the signal came after the last frame (a fresh user's pass).
-fn after_signal(signal: Option<i32>, stopped: bool) -> AfterSignal {
+/// [`AfterSignal`] of `signal` (received, if any) for a run the signal `stopped` or not,
+/// naming `folded`, another signal received after it (the same stop). It said "stopped the
+/// workload" and exited 128+N beside `outcome ok: 200 of 200 frames delivered` when the
+/// signal came after the last frame (a fresh user's pass).
+fn after_signal(signal: Option<i32>, folded: Option<i32>, stopped: bool) -> AfterSignal {
+    let then = folded.map_or_else(String::new, |folded| {
+        format!(
+            " ({} came as it stopped: the same stop)",
+            crate::record::signal_text(folded)
+        )
+    });
     match signal {
         Some(signal) if stopped => AfterSignal::Stopped {
             note: format!(
-                "hrx-trace received {} and stopped the workload; the trace is closed",
+                "hrx-trace received {} and stopped the workload{then}; the trace is closed",
                 crate::record::signal_text(signal)
             ),
             code: (128 + signal).clamp(0, 255) as u8,
         },
         Some(signal) => AfterSignal::Whole(format!(
-            "hrx-trace received {} when the workload had nothing left to stop: the run and \
-             its trace are whole",
+            "hrx-trace received {} when the workload had nothing left to stop{then}: the run \
+             and its trace are whole",
             crate::record::signal_text(signal)
         )),
         None => AfterSignal::None,
@@ -367,31 +374,30 @@ fn after_signal(signal: Option<i32>, stopped: bool) -> AfterSignal {
 /// short with no signal named), during `record --workload`: the first stops a pipeline
 /// workload after its frames in flight (`hazards` runs to its end, milliseconds), so the
 /// trace is closed and the report printed, as Nsight Systems does on Ctrl-C; exit 128+N.
-/// A second signal kills at once (its default action); the same signal again within a
-/// moment is the same delivery, not a second (`timeout` sends each twice:
-/// `crate::record::signals::repeated`).
+/// Every later one, of any of the signals, is folded into the same stop, as `perf record`
+/// folds them: named in the stop's note, it stops nothing more. A second killed at once
+/// (its default action), with no word and the trace cut short, never closed; and two
+/// different signals sent together (a supervisor's SIGTERM and a closed terminal's SIGHUP)
+/// are handled one after the other, the kernel's choice of the first, so one of them always
+/// killed (break-it D8). What ends a stop that does not end (a device that hangs) is
+/// SIGQUIT (`Ctrl-\`), not handled here: the recorder's fatal-signal flush names it in the
+/// trace, `killed by SIGQUIT`, and SIGKILL.
 #[cfg(unix)]
 mod stop {
     use std::sync::atomic::{AtomicI32, Ordering};
 
-    use crate::record::signals::{forget_repeats, repeated, restore_defaults, set_handlers};
+    use crate::record::signals::{restore_defaults, set_handlers};
 
     /// The signal received, else 0.
     static RECEIVED: AtomicI32 = AtomicI32::new(0);
+    /// The first signal received after it that is not the same one, else 0.
+    static FOLDED: AtomicI32 = AtomicI32::new(0);
 
     extern "C" fn handler(signal: libc::c_int) {
-        if repeated(signal) {
-            return;
-        }
-        if RECEIVED
-            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
+        if let Err(first) = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+            && first != signal
         {
-            // SAFETY: signal and raise are async-signal-safe: the default action, now.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
+            let _ = FOLDED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
         }
     }
 
@@ -399,9 +405,7 @@ mod stop {
     pub struct Stop;
 
     pub fn install() -> Stop {
-        forget_repeats();
-        // SAFETY: `handler` only touches atomics and calls clock_gettime, signal and raise,
-        // all async-signal-safe.
+        // SAFETY: `handler` only touches atomics, which is async-signal-safe.
         unsafe {
             set_handlers(handler as *const () as usize, libc::SA_RESTART);
         }
@@ -411,6 +415,14 @@ mod stop {
     /// The signal received since [`install`], which asks the workload to stop, if any.
     pub fn requested() -> Option<i32> {
         match RECEIVED.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(signal),
+        }
+    }
+
+    /// A signal received after the first, another one, folded into its stop, if any.
+    pub fn folded() -> Option<i32> {
+        match FOLDED.load(Ordering::SeqCst) {
             0 => None,
             signal => Some(signal),
         }
@@ -430,6 +442,9 @@ mod stop {
         Stop
     }
     pub fn requested() -> Option<i32> {
+        None
+    }
+    pub fn folded() -> Option<i32> {
         None
     }
 }
@@ -806,20 +821,31 @@ mod tests {
     /// and exited 130 beside 200 of 200 frames delivered).
     #[test]
     fn a_signal_after_the_last_frame_stops_nothing_and_says_so() {
-        match after_signal(Some(2), true) {
+        match after_signal(Some(2), None, true) {
             AfterSignal::Stopped { note, code } => {
                 assert_eq!(code, 130);
                 assert!(note.contains("stopped the workload"), "{note}");
             }
             other => panic!("{other:?}"),
         }
-        match after_signal(Some(15), false) {
+        match after_signal(Some(15), None, false) {
             AfterSignal::Whole(note) => {
                 assert!(note.contains("nothing left to stop"), "{note}");
                 assert!(!note.contains("stopped the workload"), "{note}");
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(after_signal(None, false), AfterSignal::None);
+        assert_eq!(after_signal(None, None, false), AfterSignal::None);
+        // Another signal as it stopped is the same stop, named.
+        match after_signal(Some(1), Some(15), true) {
+            AfterSignal::Stopped { note, code } => {
+                assert_eq!(code, 129);
+                assert!(
+                    note.contains("signal 15 (SIGTERM) came as it stopped: the same stop"),
+                    "{note}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -396,6 +396,17 @@ pub fn wait_until_it_waits(
 /// where it never handled `signal` while it ran (it exited first, or had let go of its
 /// handler by the time it stopped: its work was done), the signal not sent.
 pub fn signal_once_handled(child: &mut std::process::Child, signal: libc::c_int) -> bool {
+    signals_together_once_handled(child, &[signal])
+}
+
+/// [`signal_once_handled`] for several signals sent together: once the child handles them
+/// all, it is stopped, sent each in turn and continued, so that they are all pending when it
+/// runs again, as signals sent together by two senders may be (a supervisor's SIGTERM and a
+/// closed terminal's SIGHUP).
+pub fn signals_together_once_handled(
+    child: &mut std::process::Child,
+    signals: &[libc::c_int],
+) -> bool {
     let pid = child.id() as libc::pid_t;
     let handled = || {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -403,7 +414,7 @@ pub fn signal_once_handled(child: &mut std::process::Child, signal: libc::c_int)
             .lines()
             .find_map(|l| l.strip_prefix("SigCgt:"))
             .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-            .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+            .is_some_and(|mask| signals.iter().all(|s| mask & (1 << (s - 1)) != 0))
     };
     loop {
         if child.try_wait().unwrap().is_some() {
@@ -418,7 +429,9 @@ pub fn signal_once_handled(child: &mut std::process::Child, signal: libc::c_int)
     // SAFETY: as above; the signal waits for SIGCONT.
     unsafe {
         if caught {
-            libc::kill(pid, signal);
+            for &signal in signals {
+                libc::kill(pid, signal);
+            }
         }
         libc::kill(pid, libc::SIGCONT);
     }

@@ -923,6 +923,66 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
     assert!(field_of(&info, "capture").starts_with("whole"), "{info}");
 }
 
+/// Two different signals that arrive together (a supervisor's SIGTERM and a closed
+/// terminal's SIGHUP, SIGUSR1 and SIGUSR2) make one stop: the first stops the workload
+/// after its frames in flight, the other is folded into that stop and named in its note,
+/// the trace closed and labelled with the first (they killed it at once, silently, the trace
+/// cut short and never closed: break-it D8). The child is held stopped while both are sent.
+#[test]
+fn two_signals_together_stop_a_workload_once_with_a_closed_trace() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (a, b) in [
+        (libc::SIGTERM, libc::SIGHUP),
+        (libc::SIGUSR1, libc::SIGUSR2),
+    ] {
+        let file = format!("together-{a}-{b}.hrxt");
+        let mut child = hrx_trace(dir.path())
+            .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
+            .arg(&photo)
+            .args(["--frames", "1000000", "--max-width", "64"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(
+            crate::util::signals_together_once_handled(&mut child, &[a, b]),
+            "it ended before it handled both"
+        );
+        let output = child.wait_with_output().unwrap();
+        let (out, err) = (stdout(&output), stderr(&output));
+        // The kernel delivers the lower-numbered first, to a thread each: either may be
+        // handled first.
+        let name = |s: i32| hrx_capture::schema::signal_name(s).unwrap();
+        let (first, then) = if code(&output) == 128 + b {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        assert_eq!(code(&output), 128 + first, "{out}{err}");
+        assert!(
+            field(&out, "outcome").starts_with(&format!("stopped by {}: ", name(first))),
+            "{out}"
+        );
+        assert!(field(&out, "file").contains("(clean close)"), "{out}");
+        assert!(
+            err.contains(&format!(
+                "received signal {first} ({}) and stopped the workload (signal {then} ({}) \
+                 came as it stopped: the same stop); the trace is closed",
+                name(first),
+                name(then)
+            )),
+            "{err}"
+        );
+        let info = stdout(&run(dir.path(), &["info", &file]));
+        assert!(!info.contains("not closed cleanly"), "{info}");
+        assert!(
+            field_of(&info, "capture").starts_with(&format!("stopped by {} after ", name(first))),
+            "{info}"
+        );
+    }
+}
+
 /// `info` names the host clock a trace's times were read on: the TSC where the CPU reports an
 /// invariant one, else `CLOCK_MONOTONIC`; `HRX_TRACE_CLOCK=monotonic` forces the fallback.
 #[test]
