@@ -187,13 +187,15 @@
 //! Interrupted while it reads and compares (SIGINT, SIGTERM, SIGHUP, and the signals
 //! `record` forwards: `crate::record::signals::SIGNALS`), it says so in one line, `error:
 //! interrupted by signal 2 (SIGINT): the comparison of a.hrxt and b.hrxt stopped before its
-//! verdict: nothing judged`, and exits 128+N ([`crate::partial`]); while it prints its
-//! report, `... stopped while its report was printed: the report on standard output is
-//! incomplete`.
+//! verdict: nothing judged`, and exits 128+N ([`crate::partial`]); after it, what of its
+//! report was printed: `... stopped before its report was printed: nothing of it on standard
+//! output`, `... stopped while its report was printed: the report on standard output is
+//! incomplete`, or `... was done: its report on standard output is whole`
+//! ([`crate::partial::Interruptible::print_report`]).
 
 use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
-use crate::kernel_stats::print_report;
+use crate::kernel_stats::print_report_to;
 use hrx_analysis::KernelStats;
 use hrx_analysis::compare::too_spread;
 use hrx_analysis::diff::{
@@ -380,14 +382,18 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     // From here on what is cut short is the report (a long JSON one on a slow pipe was left
-    // half written, killed silently).
-    interruptible.say(&format!(
-        "the comparison of {} and {} stopped while its report was printed: the report on \
-         standard output is incomplete",
+    // half written, killed silently), and what an interruption says follows what of it was
+    // printed.
+    let comparison_of = format!(
+        "the comparison of {} and {}",
         args.base.shown(),
         args.new.shown()
-    ));
-    let printed = print_report(&report, args.json, write_text);
+    );
+    let printed = interruptible.print_report(&comparison_of, "", |out| {
+        print_report_to(out, &report, args.json, |mut out, r| {
+            write_text(&mut out, r)
+        })
+    });
     interruptible.finished();
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
     crate::failure::verdict(code, printed)

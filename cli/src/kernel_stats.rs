@@ -156,7 +156,9 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     }
     let (stats, summary, held) = load(&args.file)?;
     let report = report(&args.file, &stats, &summary, held);
-    print_report(&report, args.json, |out, r| write_text(out, r, held))?;
+    print_report(&report, args.json, |mut out, r| {
+        write_text(&mut out, r, held)
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -327,7 +329,9 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         out.flush()?;
     } else {
-        print_report(&report, args.json, |out, r| write_text(out, r, held))?;
+        print_report(&report, args.json, |mut out, r| {
+            write_text(&mut out, r, held)
+        })?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -373,17 +377,31 @@ fn wait_for_trace(path: &Path, wait: Duration) -> anyhow::Result<StatsTail> {
 pub fn print_report(
     report: &Value,
     json: bool,
-    text: impl FnOnce(&mut io::StdoutLock<'static>, &Value) -> io::Result<()>,
+    text: impl FnOnce(&mut dyn Write, &Value) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut out = io::stdout().lock();
+    print_report_to(&mut out, report, json, text)?;
+    out.flush()
+}
+
+/// [`print_report`] into `out`.
+///
+/// # Errors
+///
+/// The writes'.
+pub fn print_report_to(
+    mut out: &mut dyn Write,
+    report: &Value,
+    json: bool,
+    text: impl FnOnce(&mut dyn Write, &Value) -> io::Result<()>,
+) -> io::Result<()> {
     if json {
         serde_json::to_writer_pretty(&mut out, &crate::output::versioned(report.clone()))
             .map_err(io::Error::from)?;
-        writeln!(out)?;
+        writeln!(out)
     } else {
-        text(&mut out, report)?;
+        text(out, report)
     }
-    out.flush()
 }
 
 /// Reads a trace's statistics in one streaming pass, and whether a recorder held the trace

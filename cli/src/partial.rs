@@ -23,6 +23,17 @@
 //! goes, and the line said is the one named for after the commit (`baseline saved to B`,
 //! never `no baseline saved`).
 //!
+//! A report printed on standard output ([`Interruptible::print_report`]: `replay`'s and
+//! `diff`'s) is written so that an interruption says what was printed: nothing yet, part of
+//! it, or the whole report. Each `write` of it runs as a commit does, with the signals
+//! blocked on its thread and a handler elsewhere waiting, and names what a handler says
+//! next before the signals are let in; so that an interruption is not held off while a slow
+//! reader leaves the pipe full, each write is one pipe buffer at most (`PIPE_BUF`, which a
+//! pipe takes whole once `poll` says it is writable) and is waited for with `poll`, the
+//! signals let in. The last write names the report whole. (A signal after its last byte
+//! said the report was incomplete, and one before its first said it stopped "while" it was
+//! printed: break-it E2.)
+//!
 //! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
 //! killed one left ([`remove_abandoned`]). Each writer holds a lock on its temporary output
 //! while it lives, so one whose lock can be taken is abandoned, whatever became of its
@@ -32,7 +43,7 @@
 use hrx_capture::ShowPath;
 use std::ffi::CString;
 use std::fs::{DirEntry, File};
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -380,15 +391,170 @@ impl Interruptible {
         )
     }
 
+    /// Prints a verb's report on standard output with `print` (see the module docs), an
+    /// interruption saying what was printed: `{what} stopped before its report was printed:
+    /// nothing of it on standard output{left}` until its first byte is written, `{what}
+    /// stopped while its report was printed: the report on standard output is
+    /// incomplete{left}` until its last, then `{what} was done: its report on standard output
+    /// is whole{left}` (`what`: `the replay of t.hrxt`; `left`: what else is left, `;
+    /// baseline saved to b.json`, or nothing).
+    ///
+    /// # Errors
+    ///
+    /// `print`'s, and standard output's (a closed pipe: `BrokenPipe`).
+    pub fn print_report(
+        &self,
+        what: &str,
+        left: &str,
+        print: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.say(&before_report(what, left));
+        // What was printed to standard output before goes first, and nothing else
+        // meanwhile.
+        let mut stdout = io::stdout().lock();
+        let _ = stdout.flush();
+        let mut out = ReportOut {
+            fd: libc::STDOUT_FILENO,
+            pending: Vec::new(),
+            sent: 0,
+            during: Some(format!(
+                "{what} stopped while its report was printed: the report on standard output \
+                 is incomplete{left}"
+            )),
+            whole: format!("{what} was done: its report on standard output is whole{left}"),
+        };
+        print(&mut out)?;
+        out.finish()
+    }
+
     /// The output is complete (or removed by its own error path): forgets it and gives the
     /// signals their default action again.
     pub fn finished(self) {}
+}
+
+/// What an interruption says before a report's first byte is printed
+/// ([`Interruptible::print_report`]): `{what} stopped before its report was printed:
+/// nothing of it on standard output{left}`.
+pub fn before_report(what: &str, left: &str) -> String {
+    format!("{what} stopped before its report was printed: nothing of it on standard output{left}")
+}
+
+/// The most a report's `write` takes at once ([`ReportOut`]): a pipe writable by `poll`
+/// takes this much without waiting (POSIX's `PIPE_BUF`, Linux's page).
+const REPORT_WRITE_BYTES: usize = 4096;
+
+/// A report on standard output, written as [`Interruptible::print_report`] says (module
+/// docs). It holds back the last bytes it was given, so that the write that ends the report
+/// is the one that names it whole ([`ReportOut::finish`]).
+struct ReportOut {
+    /// Standard output's descriptor.
+    fd: libc::c_int,
+    /// Given, not yet written.
+    pending: Vec<u8>,
+    /// How much of `pending` was written (dropped at the next [`Write::write`]: a large
+    /// `write_all` is sent a slice at a time, not moved down a slice at a time).
+    sent: usize,
+    /// What an interruption says once the first byte is written; `None` once it is.
+    during: Option<String>,
+    /// What it says once the last is.
+    whole: String,
+}
+
+impl ReportOut {
+    /// Writes the unsent front of `pending`, at most [`REPORT_WRITE_BYTES`] (fewer where the
+    /// write takes fewer), as module docs say; `last`: it holds the whole rest of the
+    /// report, named whole once written.
+    fn write_front(&mut self, last: bool) -> io::Result<()> {
+        let unsent = &self.pending[self.sent..];
+        let len = unsent.len().min(REPORT_WRITE_BYTES);
+        let last = last && len == unsent.len();
+        // Waited for with the signals let in: an interruption meanwhile says what was
+        // written so far, which is all that was.
+        let mut writable = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd. An error (EINTR from another signal's handler) or
+        // POLLERR is left to the write, which says it.
+        unsafe { libc::poll(&mut writable, 1, -1) };
+        let written = held_off(|| {
+            // SAFETY: `len` bytes of `unsent` are initialised and live through the call.
+            let n = unsafe { libc::write(self.fd, unsent.as_ptr().cast(), len) };
+            // Read before anything else may set errno.
+            let result = usize::try_from(n).map_err(|_| io::Error::last_os_error());
+            if let Ok(n) = result
+                && n > 0
+            {
+                if let Some(during) = self.during.take() {
+                    name(&[], &[], &during, true);
+                }
+                if last && n == len {
+                    name(&[], &[], &self.whole, true);
+                }
+            }
+            result
+        });
+        match written {
+            Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                self.sent += n;
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes what is left, the last write naming the report whole (an empty one is whole
+    /// at once).
+    fn finish(mut self) -> io::Result<()> {
+        if self.sent == self.pending.len() {
+            held_off(|| name(&[], &[], &self.whole, true));
+        }
+        while self.sent < self.pending.len() {
+            self.write_front(true)?;
+        }
+        Ok(())
+    }
+}
+
+impl Write for ReportOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.drain(..self.sent);
+        self.sent = 0;
+        self.pending.extend_from_slice(buf);
+        // Always one byte held back: the last write is `finish`'s.
+        while self.pending.len() - self.sent > REPORT_WRITE_BYTES {
+            self.write_front(false)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Runs `commit` with [`SIGNALS`] blocked on this thread and no handler running meanwhile
 /// (see the module docs), then names what a handler says after it (`then`: `None`, nothing:
 /// the output is forgotten).
 fn committed<R>(commit: impl FnOnce() -> R, then: impl FnOnce(&R) -> Option<String>) -> R {
+    held_off(|| {
+        let done = commit();
+        match then(&done) {
+            Some(said) => name(&[], &[], &said, true),
+            // Leaked, not freed: a handler that started before may still read it.
+            None => OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst),
+        }
+        done
+    })
+}
+
+/// Runs `work` with [`SIGNALS`] blocked on this thread and no handler running meanwhile (a
+/// handler on another thread waits for it; one already running ends the process first):
+/// what a handler says after names what `work` did, never what it was about to do.
+fn held_off<R>(work: impl FnOnce() -> R) -> R {
     let blocked = Blocked::signals();
     // A handler running on another thread ends the process: this waits for that.
     while STATE
@@ -397,12 +563,7 @@ fn committed<R>(commit: impl FnOnce() -> R, then: impl FnOnce(&R) -> Option<Stri
     {
         std::thread::yield_now();
     }
-    let done = commit();
-    match then(&done) {
-        Some(said) => name(&[], &[], &said, true),
-        // Leaked, not freed: a handler that started before may still read it.
-        None => OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst),
-    }
+    let done = work();
     STATE.store(IDLE, Ordering::SeqCst);
     drop(blocked);
     done
@@ -470,5 +631,63 @@ impl Drop for Blocked {
     fn drop(&mut self) {
         // SAFETY: restores the mask saved by `signals`.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a handler would say now for SIGTERM (`None`: nothing named).
+    fn said() -> Option<String> {
+        let removal = OUTPUT.load(Ordering::SeqCst);
+        // SAFETY: a non-null pointer is a leaked `Removal`, never freed.
+        let removal = unsafe { removal.as_ref() }?;
+        let (_, message) = removal.messages.iter().find(|(s, _)| *s == libc::SIGTERM)?;
+        Some(String::from_utf8_lossy(message).into_owned())
+    }
+
+    /// A report's writer names what an interruption says as it goes: before its first
+    /// byte, while some is written, and once the last is (the last write names it whole:
+    /// it said "incomplete" after the last byte, break-it E2). No handler is set: what it
+    /// would say is read where it reads it.
+    #[test]
+    fn a_report_is_said_unprinted_then_incomplete_then_whole_as_it_is_written() {
+        use std::io::Read;
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two new descriptors, owned from here on.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both are open and owned by nothing else.
+        let (mut read, write) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+        held_off(|| name(&[], &[], &before_report("the replay of t", ""), true));
+        let mut out = ReportOut {
+            fd: write.as_raw_fd(),
+            pending: Vec::new(),
+            sent: 0,
+            during: Some("during".into()),
+            whole: "whole".into(),
+        };
+        let before = said().unwrap();
+        assert!(
+            before.ends_with(
+                "the replay of t stopped before its report was printed: nothing \
+                              of it on standard output\n"
+            ),
+            "{before}"
+        );
+        // Held: the last bytes are the last write's.
+        out.write_all(&[b'a'; REPORT_WRITE_BYTES]).unwrap();
+        assert_eq!(said().unwrap(), before);
+        out.write_all(&[b'b'; 3000]).unwrap();
+        assert!(said().unwrap().ends_with(": during\n"), "{:?}", said());
+        out.finish().unwrap();
+        assert!(said().unwrap().ends_with(": whole\n"), "{:?}", said());
+        drop(write);
+        let mut report = Vec::new();
+        read.read_to_end(&mut report).unwrap();
+        assert_eq!(report.len(), REPORT_WRITE_BYTES + 3000);
+        assert!(report.ends_with(&[b'b'; 3000]));
+        OUTPUT.store(std::ptr::null_mut(), Ordering::SeqCst);
     }
 }

@@ -33,12 +33,15 @@
 //! `crate::record::signals::SIGNALS`), it says so in one line, `error: interrupted by signal
 //! 2 (SIGINT): the replay of t.hrxt stopped before its verdict: nothing judged` (and that no
 //! baseline was saved or added to, where one was to be), and exits 128+N ([`crate::partial`]).
-//! Interrupted while it prints its report (a slow reader of a long JSON report), the line
-//! says `stopped while its report was printed: the report on standard output is incomplete`
-//! and what became of the baseline. Interrupted while it writes the baseline, its temporary
-//! file is removed and the earlier baseline stays (`no baseline saved to b.json`); its
-//! rename runs with the signals blocked, after which the line says `baseline saved to b.json`
-//! (`Guarded`, [`hrx_replay::Replacer`]).
+//! Interrupted after its verdict, the line says what of its report was printed (`stopped
+//! before its report was printed: nothing of it on standard output`, `stopped while its
+//! report was printed: the report on standard output is incomplete`, a slow reader of a long
+//! JSON report, or `was done: its report on standard output is whole`:
+//! [`crate::partial::Interruptible::print_report`]) and what became of the baseline.
+//! Interrupted while it writes the baseline, its temporary file is removed and the earlier
+//! baseline stays (`no baseline saved to b.json`); its rename runs with the signals blocked,
+//! after which the line says `baseline saved to b.json` (`Guarded`,
+//! [`hrx_replay::Replacer`]).
 
 use crate::args::ReplayArgs;
 use crate::failure::{Failure, TraceError};
@@ -251,14 +254,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     );
     let interruptible = crate::partial::Interruptible::install_saying(&before_verdict);
     // Said once the verdict is made and the baseline saved or not (`; baseline saved to
-    // b.json`), while the report is printed.
-    let printing = |baseline: &str| {
-        format!(
-            "the replay of {} stopped while its report was printed: the report on standard \
-             output is incomplete{baseline}",
-            args.file.shown()
-        )
-    };
+    // b.json`), until the report's first byte is printed.
+    let replay_of = format!("the replay of {}", args.file.shown());
+    let before_report = |baseline: &str| crate::partial::before_report(&replay_of, baseline);
     let progress = crate::output::progress(0).with_style(crate::output::bar_style(
         "{spinner} replay {pos}/{len} submissions [{bar:30}] {rate}",
     ));
@@ -460,7 +458,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             let guarded = Guarded {
                 interruptible: &interruptible,
                 unsaved: &before_verdict,
-                saved: printing(&saved_said),
+                saved: before_report(&saved_said),
             };
             // Added to the file as it is now, not as it was read before the replay: another
             // replay may have added its run since (`Baseline::add_to` locks it).
@@ -479,7 +477,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // From here on what is cut short is the report (and its exit code, the verdict's).
-    interruptible.say(&printing(&baseline_said));
+    interruptible.say(&before_report(&baseline_said));
     // What reading the file found, as every reading verb warns of it (after the replay, so
     // that an error stays one line; before the report, which a closed standard output may
     // cut short).
@@ -562,12 +560,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         crate::output::warn(format_args!("{}: {what}", args.file.shown()));
     }
     // Written, not printed: `print!` would panic on a closed standard output (`| head`).
-    let mut out = std::io::stdout().lock();
-    let written = match spool {
+    let written = interruptible.print_report(&replay_of, &baseline_said, |mut out| match spool {
         Some(spool) => spool.write(&mut out, &report),
         None => write!(out, "{}", paint_verdict(&report.to_text())),
-    };
-    let written = written.and_then(|()| out.flush());
+    });
     interruptible.finished();
     let code = report.exit_code().clamp(0, 255) as u8;
     let verdict = crate::failure::verdict(code, written);

@@ -2049,3 +2049,74 @@ fn an_interruption_while_a_warning_is_written_starts_its_own_line() {
         "{err}"
     );
 }
+
+/// `replay` and `diff` interrupted after their verdict (and after the baseline's rename),
+/// before any byte of their report is printed, say so: `stopped before its report was
+/// printed: nothing of it on standard output` (and what became of the baseline). They said
+/// `stopped while its report was printed: the report on standard output is incomplete`
+/// (break-it E2). Standard output is a pipe the test filled and does not read: the report's
+/// first write waits there until the signal.
+#[test]
+fn a_replay_or_diff_interrupted_before_its_report_says_nothing_of_it_was_printed() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["replay", "h.hrxt", "--save-baseline", "b.json"],
+            "the replay of h.hrxt stopped before its report was printed: nothing of it on \
+             standard output; baseline saved to b.json",
+        ),
+        (
+            &["diff", "--json", "h.hrxt", "h.hrxt"],
+            "the comparison of h.hrxt and h.hrxt stopped before its report was printed: \
+             nothing of it on standard output",
+        ),
+    ];
+    for (args, said) in cases {
+        let held = vec![b'x'; 4096];
+        let (mut read, write) = crate::util::small_pipe(&held);
+        let mut child = hrx_trace(dir.path())
+            .args(args)
+            .stdout(write)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Waiting to write the report (`poll` for room, or the write itself).
+        crate::util::wait_until_it_waits(
+            &mut child,
+            |pid| {
+                crate::util::blocked_writing(pid, 1) || crate::util::blocked_in(pid, libc::SYS_poll)
+            },
+            "a wait to write standard output",
+            "it ended before it waited to print its report",
+        );
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        // Read once it has ended: read before, the pipe would let the report in.
+        let out = child.wait_with_output().unwrap();
+        let mut report = Vec::new();
+        read.read_to_end(&mut report).unwrap();
+        let err = stderr(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(128 + libc::SIGTERM),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            report.len(),
+            held.len(),
+            "{args:?}: a byte of the report was printed"
+        );
+        assert!(
+            err.ends_with(&format!(
+                "error: interrupted by signal 15 (SIGTERM): {said}\n"
+            )),
+            "{args:?}: {err}"
+        );
+        if args.contains(&"--save-baseline") {
+            let saved = std::fs::read_to_string(dir.path().join("b.json")).unwrap();
+            assert!(saved.contains("\"hrx_replay_baseline\""), "{saved}");
+        }
+    }
+}

@@ -451,6 +451,17 @@ pub fn blocked_writing(pid: u32, fd: u32) -> bool {
     })
 }
 
+/// Whether a thread of `pid` is in system call `call` (`/proc/PID/task/TID/syscall`).
+pub fn blocked_in(pid: u32, call: libc::c_long) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let call = format!("{call} ");
+    tasks.filter_map(Result::ok).any(|task| {
+        std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|s| s.starts_with(&call))
+    })
+}
+
 /// A pipe of one page (4096 bytes, `F_SETPIPE_SZ`) holding `held` bytes already, its read
 /// end and its write end: a write to it that does not fit in what is left waits until it
 /// is read (the kernel writes up to a page's worth at once, nothing of a short write that
