@@ -396,7 +396,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     });
     interruptible.finished();
     let code = report["exit_code"].as_u64().unwrap_or(2) as u8;
-    crate::failure::verdict(code, printed)
+    crate::failure::verdict(code, printed, &format!("the report of {comparison_of}"))
 }
 
 /// A rank (0-based) as the JSON numbers it: from 1, as every other verb numbers runtimes

@@ -88,17 +88,21 @@ pub fn report(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The exit code of a verdict (`replay`, `diff`) once its report is `written`. A closed
-/// standard output ends the report, not the verdict: `hrx-trace diff A B | head` in CI still
-/// fails on a regression.
+/// The exit code of a verdict (`replay`, `diff`) once its report (`report`: `the report of
+/// the replay of t.hrxt`) is `written`. A closed standard output ends the report, not the
+/// verdict: `hrx-trace diff A B | head` in CI still fails on a regression; one `warning:`
+/// line says that the report was cut ([`crate::output::closed_stdout_said`]).
 ///
 /// # Errors
 ///
-/// Any other write error.
-pub fn verdict(code: u8, written: io::Result<()>) -> anyhow::Result<ExitCode> {
-    match written {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::from(code)),
+/// Any other write error, naming standard output (`> /dev/full`: `cannot write the report
+/// of ... to standard output: No space left on device`).
+pub fn verdict(code: u8, written: io::Result<()>, report: &str) -> anyhow::Result<ExitCode> {
+    match crate::output::closed_stdout_said(written, report, "the verdict's") {
+        Ok(()) => Ok(ExitCode::from(code)),
+        Err(e) => {
+            Err(anyhow::Error::new(e).context(format!("cannot write {report} to standard output")))
+        }
     }
 }
 

@@ -336,6 +336,38 @@ pub fn eline(line: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// `written`, a verb's report or summary written to standard output, with a closed pipe
+/// (its reader went away: `| head -c 100`) said in one `warning:` line, once a run, and taken
+/// as no error: `standard output was closed before {what} was printed whole (...): it is cut
+/// short; the exit code is {code}` (`the verdict's`, `the run's`). A verdict's exit code is
+/// the answer to the question asked, and a gate that reads only the start of a report still
+/// fails on a regression; the cut was silent (break-it E5). A full disk, or any other
+/// error, is returned: the verb's one `error:` line.
+///
+/// # Errors
+///
+/// `written`'s, but a closed pipe.
+pub fn closed_stdout_said(
+    written: std::io::Result<()>,
+    what: &str,
+    code: &str,
+) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SAID: AtomicBool = AtomicBool::new(false);
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            if !SAID.swap(true, Ordering::SeqCst) {
+                warn(format_args!(
+                    "standard output was closed before {what} was printed whole (its reader \
+                     went away, as `| head` does): it is cut short; the exit code is {code}"
+                ));
+            }
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// Warns that `n` spans or ranges of `path` end before they start (crafted or damaged times),
 /// each taken as 0 ns long by `verb` ("compared", "exported"); nothing when `n` is 0.
 /// Returns the line warned, without its `warning: ` (a JSON report's `warnings`).

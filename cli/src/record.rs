@@ -586,12 +586,11 @@ fn write_stdout(text: &str) -> io::Result<()> {
     pipe_closed_is_ok(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
-/// A write to standard output whose reader went away (`| head`) is no error.
+/// A write to standard output whose reader went away (`| head`) is no error, and is said,
+/// as `replay`'s and `diff`'s cut report is ([`crate::output::closed_stdout_said`]: one
+/// `warning:` line, the exit code the run's).
 pub(crate) fn pipe_closed_is_ok(written: io::Result<()>) -> io::Result<()> {
-    match written {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    crate::output::closed_stdout_said(written, "record's summary", "the run's")
 }
 
 /// Prints the summary on standard output; a closed pipe is not an error. `json`: print it

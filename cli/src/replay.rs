@@ -566,7 +566,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     });
     interruptible.finished();
     let code = report.exit_code().clamp(0, 255) as u8;
-    let verdict = crate::failure::verdict(code, written);
+    let verdict = crate::failure::verdict(code, written, &format!("the report of {replay_of}"));
     // After the report, the run's last line and its exit code (2).
     match unsaved {
         Some(failure) => verdict.and(Err(failure.into())),

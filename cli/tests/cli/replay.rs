@@ -566,17 +566,87 @@ fn a_replay_on_another_backend_says_its_timings_are_not_comparable() {
 }
 
 /// A reader that goes away before the report (`replay ... | head -c 1`) is not an error:
-/// both report formats exit 0 with nothing on standard error (found in first use: the JSON
-/// report was printed with `println!`, which panicked into "internal error", exit 101).
+/// both report formats keep the verdict's exit code (found in first use: the JSON report
+/// was printed with `println!`, which panicked into "internal error", exit 101), and one
+/// `warning:` line says that the report was cut, naming standard output: it was cut in
+/// silence (break-it E5). `diff` and `record` say it alike; a full standard output is the
+/// verb's error, naming it.
 #[test]
-fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
+fn a_closed_standard_output_is_said_and_keeps_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
+    let cut = |what: &str, code: &str| {
+        format!(
+            "warning: standard output was closed before {what} was printed whole (its reader \
+             went away, as `| head` does): it is cut short; the exit code is {code}\n"
+        )
+    };
+    // Said once, as one line (a loaded host's warning may come beside it).
+    let said = |err: &str, line: &str| {
+        err.contains(line) && err.matches("standard output was closed").count() == 1
+    };
     for report in ["json", "text"] {
         // Closed before the replay (milliseconds) can have written anything.
         let out = run_into_closed_stdout(dir.path(), &["replay", "h.hrxt", "--report", report]);
         assert_eq!(code(&out), 0, "--report {report}: {}", stderr(&out));
-        assert_eq!(stderr(&out), "", "--report {report}");
+        assert!(
+            said(
+                &stderr(&out),
+                &cut("the report of the replay of h.hrxt", "the verdict's")
+            ),
+            "--report {report}",
+        );
+    }
+    for json in [&["--json"][..], &[]] {
+        let args = [&["-q", "diff"][..], json, &["h.hrxt", "h.hrxt"]].concat();
+        let out = run_into_closed_stdout(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert!(
+            said(
+                &stderr(&out),
+                &cut(
+                    "the report of the comparison of h.hrxt and h.hrxt",
+                    "the verdict's"
+                )
+            ),
+            "{args:?}",
+        );
+    }
+    // `record`'s summary, as `record::pipe_closed_is_ok` takes it: the same line.
+    for json in [&["--json"][..], &[]] {
+        let args = [
+            &["-q", "record"][..],
+            json,
+            &["--workload", "hazards", "-o", "r.hrxt"],
+        ]
+        .concat();
+        let out = run_into_closed_stdout(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        if json.is_empty() {
+            // `-q`: no summary printed, nothing cut.
+            assert!(
+                !err.contains("standard output was closed"),
+                "{args:?}: {err}"
+            );
+        } else {
+            assert!(
+                said(&err, &cut("record's summary", "the run's")),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    // A full one is an error, naming standard output.
+    if let Some(full) = crate::util::dev_full() {
+        let out = hrx_trace(dir.path())
+            .args(["-q", "replay", "h.hrxt"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_error(
+            &out,
+            "cannot write the report of the replay of h.hrxt to standard output: No space left",
+        );
     }
     // A regression keeps its exit code: the CUDA recording of `faults` fails elsewhere on
     // the software device (`hrx-trace replay F | head` in CI must still fail).
@@ -592,7 +662,15 @@ fn a_closed_standard_output_is_not_an_error_and_keeps_the_verdict() {
         let args = ["replay", cuda, sim[0], sim[1], "--report", report];
         let out = run_into_closed_stdout(dir.path(), &args);
         assert_eq!(code(&out), 1, "--report {report}: {}", stderr(&out));
-        assert_eq!(stderr(&out), "", "--report {report}");
+        let cut = cut(
+            &format!("the report of the replay of {}", cuda),
+            "the verdict's",
+        );
+        assert!(
+            said(&stderr(&out), &cut),
+            "--report {report}: {}",
+            stderr(&out)
+        );
     }
 }
 
