@@ -502,6 +502,12 @@ impl ReportOut {
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            // No standard output at all (`>&-`): nothing is printed, as Rust's `stdout()`
+            // takes it (and every other verb with it).
+            Err(e) if e.raw_os_error() == Some(libc::EBADF) => {
+                self.sent = self.pending.len();
+                Ok(())
+            }
             Err(e) => Err(e),
         }
     }
