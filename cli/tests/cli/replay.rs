@@ -2163,9 +2163,7 @@ fn a_replay_or_diff_interrupted_before_its_report_says_nothing_of_it_was_printed
         // Waiting to write the report (`poll` for room, or the write itself).
         crate::util::wait_until_it_waits(
             &mut child,
-            |pid| {
-                crate::util::blocked_writing(pid, 1) || crate::util::blocked_in(pid, libc::SYS_poll)
-            },
+            |pid| crate::util::blocked_writing(pid, 1) || crate::util::blocked_polling(pid),
             "a wait to write standard output",
             "it ended before it waited to print its report",
         );

@@ -439,26 +439,36 @@ pub fn signals_together_once_handled(
 }
 
 /// Whether a thread of `pid` is blocked in `write(fd, ...)` (its `/proc/PID/task/TID/syscall`
-/// says syscall 1, `write`, with `fd` as its first argument): a write to a full pipe that
-/// nobody reads waits there until the pipe is read.
+/// says `write` with `fd` as its first argument; where that file is not ours to read, its
+/// `wchan` says `pipe_write`): a write to a full pipe that nobody reads waits there until
+/// the pipe is read.
 pub fn blocked_writing(pid: u32, fd: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    let call = format!("{} {fd:#x} ", libc::SYS_write);
-    tasks.filter_map(Result::ok).any(|task| {
-        std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|s| s.starts_with(&call))
-    })
+    in_call(pid, &format!("{} {fd:#x} ", libc::SYS_write), "pipe_write")
 }
 
-/// Whether a thread of `pid` is in system call `call` (`/proc/PID/task/TID/syscall`).
-pub fn blocked_in(pid: u32, call: libc::c_long) -> bool {
+/// Whether a thread of `pid` waits in `poll` or `ppoll` (as [`blocked_writing`] tells it;
+/// `wchan` `do_sys_poll`).
+pub fn blocked_polling(pid: u32) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    let poll = in_call(pid, &format!("{} ", libc::SYS_poll), "poll");
+    #[cfg(not(target_arch = "x86_64"))]
+    let poll = false;
+    poll || in_call(pid, &format!("{} ", libc::SYS_ppoll), "poll")
+}
+
+/// Whether a thread of `pid` is in the system call `syscall` begins with, or, where that
+/// file cannot be read (another user's ptrace rules), whose `wchan` contains `wchan`.
+fn in_call(pid: u32, syscall: &str, wchan: &str) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
-    let call = format!("{call} ");
     tasks.filter_map(Result::ok).any(|task| {
-        std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|s| s.starts_with(&call))
+        match std::fs::read_to_string(task.path().join("syscall")) {
+            Ok(call) => call.starts_with(syscall),
+            Err(_) => {
+                std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains(wchan))
+            }
+        }
     })
 }
 
