@@ -235,7 +235,12 @@ impl Error {
 /// `eprintln!` would panic there, inside the program that uses hrx.
 pub(crate) fn to_stderr(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    // Formatted first and written in one `write`: `writeln!` on unbuffered standard error
+    // writes each piece apart, and another line (a signal handler's, `hrx-trace`'s
+    // interruption) could land between them, on the same line.
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 #[cfg(test)]
