@@ -332,10 +332,11 @@ pub fn partial_files(dir: &Path) -> Vec<String> {
 
 /// Sends `signal` to `pid` twice "at once", as coreutils `timeout` does (to its child, then
 /// to the child's process group): 2 ms apart, so that the second is not merged with the
-/// first while pending. Whether both went within 100 ms: `record` and `record --workload`
-/// count a signal within 200 ms of the last one they handled as the same delivery, and a
-/// loaded machine that deschedules this thread between the two sends two signals a person
-/// could have sent, which the caller does not judge (it tries again).
+/// first while pending. Whether both went within 100 ms: `record -- PROGRAM` counts a signal
+/// within 200 ms of the last one it handled as the same delivery (`record --workload` folds
+/// every later signal into its first stop), and a loaded machine that deschedules this
+/// thread between the two sends two signals a person could have sent, which the caller does
+/// not judge (it tries again).
 pub fn send_twice_at_once(pid: u32, signal: libc::c_int) -> bool {
     let start = std::time::Instant::now();
     for _ in 0..2 {
