@@ -573,9 +573,10 @@ impl ScanSummary {
 /// How a trace ends where that is news, as `info`'s `capture` line, `stats`' `ended` line
 /// (`stats --json` `ended`) and `record`'s summary say it, from one decision
 /// ([`TraceInfo::ending`], [`ScanSummary::ending`]): a trace never closed, or one closed by
-/// `trim` from a recording that was not. A trace closed at its run's end, stopped by a
-/// signal and then closed, or still being written has none: `info` says those in words of
-/// its own.
+/// `trim` from a recording that was not, or one a recorder still writes (`being recorded
+/// now`: `stats` said `not closed cleanly` of it where `info` said this, a break-it pass). A
+/// trace closed at its run's end, or stopped by a signal and then closed, has none: `info`
+/// says those in words of its own.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Ending {
@@ -590,12 +591,15 @@ pub enum Ending {
     /// failed, a file cut short): where it ends ([`TraceInfo::at_the_end`], `after 5
     /// submissions`).
     NeverClosed(String),
+    /// Not closed yet, a recorder holding the file: where the read of it got to
+    /// ([`TraceInfo::at_the_end`], `during submission 1, region 1 running`).
+    BeingRecorded(String),
 }
 
 impl std::fmt::Display for Ending {
     /// The `ended` line of `stats` and `record`: `trimmed from an incomplete recording (the
     /// process crashed: SIGSEGV; see range)`, `crashed: SIGSEGV after 12 submissions`, `never
-    /// closed after 5 submissions`.
+    /// closed after 5 submissions`, `being recorded now: read after 5 submissions`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Ending::TrimmedFromIncomplete(why) => {
@@ -603,6 +607,7 @@ impl std::fmt::Display for Ending {
             }
             Ending::Died(death) => f.write_str(death),
             Ending::NeverClosed(at) => write!(f, "never closed {at}"),
+            Ending::BeingRecorded(at) => write!(f, "being recorded now: read {at}"),
         }
     }
 }
@@ -625,7 +630,7 @@ fn ending<'a>(
     }
     match death {
         Some(death) => Some(Ending::Died(death)),
-        None if live => None,
+        None if live => Some(Ending::BeingRecorded(at_the_end())),
         None => Some(Ending::NeverClosed(at_the_end())),
     }
 }
@@ -817,12 +822,15 @@ mod tests {
             said(ending(false, false, [].into_iter(), death(), at)),
             death()
         );
-        // Being written: where it is now is no end; a signal's record is one.
+        // Being written: where the read got to, not an end; a signal's record is one.
         assert_eq!(
             said(ending(false, true, [].into_iter(), death(), at)),
             death()
         );
-        assert_eq!(ending(false, true, [].into_iter(), None, at), None);
+        assert_eq!(
+            said(ending(false, true, [].into_iter(), None, at)),
+            Some("being recorded now: read after 3 submissions".into())
+        );
         assert_eq!(
             said(ending(false, false, [&whole].into_iter(), None, at)),
             Some("never closed after 3 submissions".into())

@@ -847,6 +847,18 @@ impl Recovery {
             (false, false) => "not closed cleanly",
         }
     }
+
+    /// [`Recovery::end`] of a trace that `live` says a recorder held as it was read: one not
+    /// closed yet is [`BEING_RECORDED`](crate::BEING_RECORDED), not `not closed cleanly`,
+    /// which reads as a recording that ended badly (`stats --json`'s and `info --json`'s
+    /// `end`, `diff`'s verdict and the view's Trace pane say it so).
+    pub fn end_as(&self, live: bool) -> &'static str {
+        if live && !self.closed {
+            crate::BEING_RECORDED
+        } else {
+            self.end()
+        }
+    }
 }
 
 /// Parses the file header from the first bytes of a file (`bytes` may be shorter than the

@@ -124,7 +124,7 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "complete": r.is_complete(),
             "clean_close": r.clean_close,
             "closed": r.closed,
-            "end": r.end(),
+            "end": r.end_as(live),
             "complete_blocks": r.complete_blocks,
             "records": r.records,
             "bytes_discarded": r.bytes_discarded,
@@ -204,6 +204,12 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
                  failed)"
             );
         }
+        Some(ending @ Ending::BeingRecorded(_)) => {
+            return format!(
+                "{ending} (a recorder holds the file; `view --follow` and `stats --follow` \
+                 follow it)"
+            );
+        }
         Some(ending) => return ending.to_string(),
         None => {}
     }
@@ -231,15 +237,7 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
         };
         return format!("stopped by {signal}{progress}, then closed");
     }
-    if live && !stats.recovery.closed {
-        format!(
-            "being recorded now: read {} (a recorder holds the file; `view --follow` and \
-             `stats --follow` follow it)",
-            stats.at_the_end()
-        )
-    } else {
-        whole.into()
-    }
+    whole.into()
 }
 
 /// What part of a recording the trace holds, one line per range (none: the whole run),

@@ -76,12 +76,14 @@
 //!  "copies": [{"runtime", "queue", "batches", "bytes", "busy_ns", "bytes_per_s", "device"}]:
 //!            copy batches that succeeded, "device" of them timed on the device clock,
 //!  "complete": whether the whole trace was read and its recorder lost nothing, "end": how
-//!  it ends, "warnings": [what standard error warned of the trace, one line each, as `info
-//!  --json` lists them], "signal": how a signal ended the recorded process ("crashed:
+//!  it ends (`being recorded now: its end is not written yet` of one a recorder holds, as
+//!  `info --json` says), "warnings": [what standard error warned of the trace, one line
+//!  each, as `info --json` lists them], "signal": how a signal ended the recorded process ("crashed:
 //!  SIGSEGV", "killed by SIGKILL") or null, "ended": how the trace ends where it lacks its
 //!  end, as `info` and `record` say it (`hrx_analysis::info::Ending`: "crashed: SIGSEGV
 //!  during submission 12, region 2 running", "never closed after 5 submissions", "trimmed
-//!  from an incomplete recording (the process crashed: SIGSEGV; see range)"), else null,
+//!  from an incomplete recording (the process crashed: SIGSEGV; see range)", "being
+//!  recorded now: read after 5 submissions"), else null,
 //!  "lost": {"total", "lossy", "by_kind": {kind: records}, "records", "lossy_mode"}: records
 //!          the recorder lost, whether the trace was recorded in lossy mode (false for a write
 //!          error's losses) and by kind, under every verb's keys (`complete`, `lost.total`
@@ -495,7 +497,8 @@ pub fn report(path: &Path, stats: &Stats, summary: &ScanSummary, live: bool) -> 
     json!({
         "file": path.display().to_string(),
         "complete": crate::info::complete(recovery),
-        "end": recovery.map(|r| r.end()),
+        // A trace being recorded is not "not closed cleanly" (`info --json` says the same).
+        "end": recovery.map(|r| r.end_as(live)),
         // What standard error warned, as `info --json` lists it: the reader's warnings (damage,
         // parts of a newer format skipped), how the trace ends and the records it lost.
         "warnings": summary

@@ -862,10 +862,8 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             let how = p.recovery.as_ref().map_or("", |r| {
                 if r.is_complete() {
                     "the recorder lost records"
-                } else if p.being_recorded {
-                    hrx_capture::BEING_RECORDED
                 } else {
-                    r.end()
+                    r.end_as(p.being_recorded)
                 }
             });
             format!("{} is incomplete ({how})", side.name())

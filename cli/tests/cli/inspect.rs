@@ -364,6 +364,54 @@ fn a_trace_being_recorded_is_not_called_crashed() {
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
 }
 
+/// `stats` of a trace a recorder still writes says how it ends as `info` does, from the one
+/// decision (`hrx_analysis::info::Ending`): its `ended` line (text and `--json`) is `info`'s
+/// `capture` line, `being recorded now: read after 0 submissions`, and `stats --json`'s `end`
+/// is `info --json`'s, `being recorded now: its end is not written yet`. It had no `ended`
+/// (`null`) and `end` `not closed cleanly`, which reads as a recording that ended badly
+/// (break-it E6). Closed, neither has an `ended`.
+#[test]
+fn stats_of_a_trace_being_recorded_says_what_info_says() {
+    use hrx_capture::{Recorder, RecorderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let recorder =
+        Recorder::create(dir.path().join("live.hrxt"), RecorderOptions::default()).unwrap();
+    recorder.flush().unwrap();
+    let json = |verb: &str| -> serde_json::Value {
+        serde_json::from_str(&stdout(&run(dir.path(), &[verb, "--json", "live.hrxt"]))).unwrap()
+    };
+    let info = stdout(&run(dir.path(), &["info", "live.hrxt"]));
+    let stats = stdout(&run(dir.path(), &["stats", "live.hrxt"]));
+    let ended = field(&stats, "ended");
+    assert_eq!(
+        ended, "being recorded now: read after 0 submissions",
+        "{stats}"
+    );
+    let capture = field(&info, "capture");
+    assert!(
+        capture.starts_with(&format!("{ended} (")),
+        "{info}\n{stats}"
+    );
+    let (info_json, stats_json) = (json("info"), json("stats"));
+    assert_eq!(stats_json["ended"], ended, "{stats_json}");
+    assert_eq!(info_json["live"], true, "{info_json}");
+    assert_eq!(
+        stats_json["end"], info_json["closed"]["end"],
+        "{stats_json}\n{info_json}"
+    );
+    assert_eq!(
+        stats_json["end"],
+        hrx_capture::BEING_RECORDED,
+        "{stats_json}"
+    );
+    recorder.close().unwrap();
+    let stats = stdout(&run(dir.path(), &["stats", "live.hrxt"]));
+    assert!(!stats.lines().any(|l| l.starts_with("ended ")), "{stats}");
+    let stats_json = json("stats");
+    assert_eq!(stats_json["ended"], serde_json::Value::Null, "{stats_json}");
+    assert_eq!(stats_json["end"], "closed cleanly", "{stats_json}");
+}
+
 /// A trace whose recorder is writing its last block as a verb reads it (the file ends
 /// inside that block, the recorder's lock held) is read as far as it was written: the block
 /// being written is the live end, not damage. `stats`, `export` and `dump` warned "the file

@@ -641,11 +641,7 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
         (Some(r), _) if !r.is_complete() => format!(
             "{} · {} records recovered · {} blocks skipped · {} bytes discarded",
             // Not written yet, as `diff` says it: "not closed cleanly" read as a crash.
-            if state.recording_now() && !r.closed {
-                hrx_capture::BEING_RECORDED
-            } else {
-                r.end()
-            },
+            r.end_as(state.recording_now()),
             r.records,
             r.skipped_blocks,
             r.bytes_discarded,
