@@ -132,6 +132,26 @@ pub fn create_beside(target: &Path, suffix: &str) -> io::Result<(PathBuf, File)>
     Ok((temp, file))
 }
 
+/// The file a write to `path` reaches: `path` itself, or where a symbolic link at `path`
+/// points (resolved whole where the target exists, else relative to the link's folder). Every
+/// writer that replaces a file by a rename (`export`, `trim`, a replay's baseline) renames
+/// onto this, so that a link is written through, not replaced by a file: a baseline saved
+/// through a dangling link replaced the link, where an export wrote to its target (a
+/// break-it pass).
+pub fn written_through(path: &Path) -> PathBuf {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return path.to_owned();
+    }
+    std::fs::canonicalize(path).unwrap_or_else(|_| match std::fs::read_link(path) {
+        Ok(target) if target.is_relative() => path
+            .parent()
+            .map_or_else(|| target.clone(), |dir| dir.join(&target)),
+        Ok(target) => target,
+        Err(_) => path.to_owned(),
+    })
+}
+
 /// Whether the user may write the file at `path`, which a rename onto it replaces: `Ok`
 /// where there is none, else `access(W_OK)` as the real user (the rename needs only the
 /// folder's permission, so a write-protected file would be replaced all the same).

@@ -154,7 +154,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // renamed onto it once complete: an export that fails leaves an earlier one whole, and
     // two into one OUT each write their own file (one wrote into the other's, both exiting
     // 0 over JSON that did not parse: a break-it pass).
-    let output = crate::partial::written_through(&args.output);
+    let output = hrx_capture::replace::written_through(&args.output);
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
     let (out, partial): (Box<dyn Write + Send>, _) = match &interruptible {

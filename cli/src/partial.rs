@@ -122,22 +122,6 @@ extern "C" fn handler(signal: libc::c_int) {
     unsafe { libc::_exit(128 + signal) };
 }
 
-/// The file a write to `path` reaches: `path` itself, or where a symlink at `path` points
-/// (resolved whole where the target exists, else relative to the link's folder).
-pub fn written_through(path: &Path) -> std::path::PathBuf {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if !is_link {
-        return path.to_owned();
-    }
-    std::fs::canonicalize(path).unwrap_or_else(|_| match std::fs::read_link(path) {
-        Ok(target) if target.is_relative() => path
-            .parent()
-            .map_or_else(|| target.clone(), |dir| dir.join(&target)),
-        Ok(target) => target,
-        Err(_) => path.to_owned(),
-    })
-}
-
 /// An exclusive lock on the file or directory at `path` (std's `File::try_lock`: `flock` on
 /// Linux, as the trace writer takes on its file), held until the file is dropped. `None`
 /// where it is not had: held by another, or a file system that has none (NFS), where the

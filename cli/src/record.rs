@@ -755,7 +755,7 @@ pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
             parent.shown()
         )));
     }
-    let target = crate::partial::written_through(path);
+    let target = hrx_capture::replace::written_through(path);
     if target != path
         && let Some((parent, why)) = missing(&target)
     {

@@ -450,7 +450,9 @@ impl Baseline {
                     .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let dir = match path.parent() {
+                // Where the file will be: a dangling link's target's folder.
+                let target = hrx_capture::replace::written_through(path);
+                let dir = match target.parent() {
                     Some(dir) if !dir.as_os_str().is_empty() => dir,
                     _ => Path::new("."),
                 };
@@ -1064,10 +1066,11 @@ static SAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// `replacer`, then, with the directory locked (`flock`, advisory, and only where the
 /// directory opens and locks: a read-only or odd file system still saves), `contents` made,
 /// written, synced and renamed over it. The temporary file is made before the lock is waited
-/// for, so that an interruption meanwhile removes it. A symbolic link is written through, not
-/// replaced by a file: `--add-to-baseline` read the baseline it names, and wrote the runs
-/// beside it into a new file of the link's name, the baseline named left at its earlier runs
-/// (a break-it pass). The temporary file gets the earlier baseline's permission bits: a
+/// for, so that an interruption meanwhile removes it. A symbolic link is written through
+/// ([`hrx_capture::replace::written_through`], as `export` and `trim` write), not replaced by
+/// a file: `--add-to-baseline` read the baseline it names, and wrote the runs beside it into
+/// a new file of the link's name, the baseline named left at its earlier runs, and a link to
+/// a file not yet made was replaced (break-it passes). The temporary file gets the earlier baseline's permission bits: a
 /// `chmod 600` baseline stays private. On any error it is removed and the file unchanged.
 fn replace(
     path: &Path,
@@ -1076,7 +1079,11 @@ fn replace(
 ) -> Result<(), ReplayError> {
     use std::io::Write;
     Baseline::check_save(path)?;
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    // Through a symbolic link, dangling or not, as `export` and `trim` write (a dangling
+    // one was replaced by a file, its target never made: a break-it pass); a file there
+    // by its whole path, which names its folder in the note of `Replacer::waiting`.
+    let through = hrx_capture::replace::written_through(path);
+    let target = std::fs::canonicalize(&through).unwrap_or(through);
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

@@ -885,6 +885,64 @@ fn replays_added_to_a_baseline_at_once_all_count() {
     assert_eq!(runs("b.json"), 4);
 }
 
+/// `--save-baseline` and `--add-to-baseline` through a symbolic link to a file not yet made
+/// write that file and keep the link, as `export -o` through such a link does (one function
+/// resolves it for both, `hrx_capture::replace::written_through`); the baseline replaced the
+/// link with a file of its own, its target never made (break-it E4).
+#[test]
+fn a_baseline_through_a_dangling_link_is_written_where_it_points() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    for sub in ["real", "real2"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    let is_link = |name: &str| {
+        std::fs::symlink_metadata(dir.path().join(name))
+            .unwrap()
+            .is_symlink()
+    };
+    let runs = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["runs"].clone()
+    };
+    for (flag, link, target) in [
+        ("--save-baseline", "real/save.json", "real2/save.json"),
+        ("--add-to-baseline", "real/add.json", "real2/add.json"),
+    ] {
+        let name = std::path::Path::new(target)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap();
+        std::os::unix::fs::symlink(format!("../real2/{name}"), dir.path().join(link)).unwrap();
+        let out = run(
+            dir.path(),
+            &[
+                "replay", "h.hrxt", flag, link, "--repeat", "1", "--warmup", "0",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{flag}: {}", stderr(&out));
+        assert!(is_link(link), "{flag}: the link was replaced");
+        assert_eq!(runs(target), 1, "{flag}");
+        assert_eq!(runs(link), 1, "{flag}");
+    }
+    // As the export writes through such a link.
+    std::os::unix::fs::symlink("../real2/x.json", dir.path().join("real/x.json")).unwrap();
+    let out = run(dir.path(), &["export", "h.hrxt", "-o", "real/x.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(is_link("real/x.json"));
+    assert!(dir.path().join("real2/x.json").is_file());
+    // Nothing left beside the links or their targets.
+    for sub in ["real", "real2"] {
+        let left: Vec<_> = std::fs::read_dir(dir.path().join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains("partial"))
+            .collect();
+        assert!(left.is_empty(), "{sub}: {left:?}");
+    }
+}
+
 /// `--save-baseline` writes the replay's timings; `--baseline` judges a later replay against
 /// them (and against the capture), saying so in the verdict line and in a table of its own;
 /// a baseline that is missing or none is one line, exit 2, before anything is replayed;
