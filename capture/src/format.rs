@@ -148,6 +148,13 @@ impl FormatVersion {
         minor: FormatMinor(17),
     };
 
+    /// The version that brought the session clock's calibrations (`Record::HostClock`, 1.6):
+    /// a trace of an older one holds none ([`crate::reader::Uncalibrated`]).
+    pub const CALIBRATED: FormatVersion = FormatVersion {
+        major: FormatMajor(1),
+        minor: FormatMinor(6),
+    };
+
     /// Whether a reader of version `reader` can read a file of this version.
     ///
     /// # Errors

@@ -542,7 +542,8 @@ impl RecorderWaits {
 
 /// What a trace's [`HostClock`] records say about its host clock: the source, its rate, and
 /// how far it stayed from `CLOCK_MONOTONIC`. A trace of format 1.5 or older has none
-/// (`source` is `None`): its host times were `CLOCK_MONOTONIC` readings.
+/// (`source` is `None`): its host times were `CLOCK_MONOTONIC` readings. A later one without
+/// any lost them ([`Uncalibrated`]); [`HostClocks::describe`] says which, by the format.
 ///
 /// [`HostClock`]: crate::schema::HostClock
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -592,26 +593,53 @@ impl HostClocks {
     }
 }
 
-impl fmt::Display for HostClocks {
-    /// `TSC at 2.900 GHz, 12 calibrations, within 1.2 µs of CLOCK_MONOTONIC (each measured to
-    /// ±40 ns)`, `TSC at 2.900 GHz, 1 calibration (at the start: no drift measured; ...)`,
-    /// `CLOCK_MONOTONIC (3 calibrations)`, or the older formats' clock.
+impl HostClocks {
+    /// The clock in words, for a trace of format `version` (its header's): `TSC at 2.900
+    /// GHz, 12 calibrations, within 1.2 µs of CLOCK_MONOTONIC (each measured to ±40 ns)`,
+    /// `TSC at 2.900 GHz, 1 calibration (at the start: no drift measured; ...)`,
+    /// `CLOCK_MONOTONIC (3 calibrations; ...)`; without a calibration, what
+    /// [`Uncalibrated::of`] decides: `CLOCK_MONOTONIC (no calibration record: format 1.5 or
+    /// older)`, or a source not known where the format records them and none was read.
+    pub fn describe(&self, version: FormatVersion) -> DescribedClock<'_> {
+        DescribedClock {
+            clocks: self,
+            version,
+        }
+    }
+}
+
+/// [`HostClocks::describe`]'s words.
+#[derive(Clone, Copy, Debug)]
+pub struct DescribedClock<'a> {
+    clocks: &'a HostClocks,
+    version: FormatVersion,
+}
+
+impl fmt::Display for DescribedClock<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.source {
-            None => f.write_str("CLOCK_MONOTONIC (no calibration record: format 1.5 or older)"),
+        let clocks = self.clocks;
+        match clocks.source {
+            None => match Uncalibrated::of(self.version) {
+                older @ Uncalibrated::Older => write!(f, "CLOCK_MONOTONIC ({older})"),
+                lost @ Uncalibrated::Lost(_) => write!(
+                    f,
+                    "not known ({lost}): times are the session clock's, their drift from \
+                     CLOCK_MONOTONIC not measured"
+                ),
+            },
             Some(HostClockSource::Monotonic) => write!(
                 f,
                 "CLOCK_MONOTONIC ({} calibrations; forced, or no invariant TSC)",
-                self.calibrations
+                clocks.calibrations
             ),
             // One calibration (a trace cut short before its first flush) measures no drift.
-            Some(source) if self.calibrations < 2 => write!(
+            Some(source) if clocks.calibrations < 2 => write!(
                 f,
                 "{} at {:.3} GHz, 1 calibration (at the start: no drift measured; measured to \
                  ±{} ns)",
                 source.name(),
-                self.ticks_per_second() / 1e9,
-                self.max_error_ns
+                clocks.ticks_per_second() / 1e9,
+                clocks.max_error_ns
             ),
             Some(source) => {
                 write!(
@@ -619,16 +647,58 @@ impl fmt::Display for HostClocks {
                     "{} at {:.3} GHz, {} calibrations, within {} ns of CLOCK_MONOTONIC (each \
                      measured to ±{} ns)",
                     source.name(),
-                    self.ticks_per_second() / 1e9,
-                    self.calibrations,
-                    self.max_offset_ns,
-                    self.max_error_ns
+                    clocks.ticks_per_second() / 1e9,
+                    clocks.calibrations,
+                    clocks.max_offset_ns,
+                    clocks.max_error_ns
                 )?;
-                if self.steps > 0 {
-                    write!(f, ", stepped forward {} times", self.steps)?;
+                if clocks.steps > 0 {
+                    write!(f, ", stepped forward {} times", clocks.steps)?;
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+/// Why a trace holds no calibration of its session clock ([`HostClock`]) to read, decided by
+/// its header's format version: one decision for `info`'s `clock` line
+/// ([`HostClocks::describe`]) and what the exports say of a lost session's times. A trace of
+/// format 1.17 whose every calibration was damaged read `no calibration record: format 1.5
+/// or older` (a break-it pass).
+///
+/// [`HostClock`]: crate::schema::HostClock
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Uncalibrated {
+    /// Its format is older than calibrations ([`FormatVersion::CALIBRATED`]): its host times
+    /// are `CLOCK_MONOTONIC` readings.
+    Older,
+    /// Its format (this one) records calibrations, and none was read: each was in a damaged
+    /// block, or the trace lost them with its end.
+    Lost(FormatVersion),
+}
+
+impl Uncalibrated {
+    /// Why a trace of format `version` without a calibration read has none.
+    pub fn of(version: FormatVersion) -> Uncalibrated {
+        if version >= FormatVersion::CALIBRATED {
+            Uncalibrated::Lost(version)
+        } else {
+            Uncalibrated::Older
+        }
+    }
+}
+
+impl fmt::Display for Uncalibrated {
+    /// `no calibration record: format 1.5 or older`, `no calibration read: format 1.17
+    /// records them, and each was damaged or lost`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Uncalibrated::Older => f.write_str("no calibration record: format 1.5 or older"),
+            Uncalibrated::Lost(version) => write!(
+                f,
+                "no calibration read: format {version} records them, and each was damaged or lost"
+            ),
         }
     }
 }
@@ -4181,7 +4251,7 @@ mod tests {
             ns_per_tick_q32: 1 << 32,
             ..HostClocks::default()
         };
-        let text = one.to_string();
+        let text = one.describe(FormatVersion::CURRENT).to_string();
         assert!(
             text.contains("1 calibration (at the start: no drift measured"),
             "{text}"
@@ -4191,10 +4261,8 @@ mod tests {
             calibrations: 2,
             ..one
         };
-        assert!(
-            two.to_string().contains("2 calibrations, within 0 ns"),
-            "{two}"
-        );
+        let text = two.describe(FormatVersion::CURRENT).to_string();
+        assert!(text.contains("2 calibrations, within 0 ns"), "{text}");
     }
 
     /// A trace of format 1.5 (before the session clock's calibrations) reads as before: its
@@ -4223,14 +4291,19 @@ mod tests {
         assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
         assert_eq!(trace.recovery.clock.source, None);
         assert_eq!(trace.recovery.clock.calibrations, 0);
+        let said = trace.recovery.clock.describe(version).to_string();
+        assert_eq!(
+            said,
+            "CLOCK_MONOTONIC (no calibration record: format 1.5 or older)"
+        );
+        // The same records under a format that has calibrations lost them: not called older.
+        let lost = FormatVersion::CALIBRATED;
+        assert_eq!(Uncalibrated::of(version), Uncalibrated::Older);
+        assert_eq!(Uncalibrated::of(lost), Uncalibrated::Lost(lost));
+        let said = trace.recovery.clock.describe(lost).to_string();
         assert!(
-            trace
-                .recovery
-                .clock
-                .to_string()
-                .contains("format 1.5 or older"),
-            "{}",
-            trace.recovery.clock
+            said.starts_with("not known (no calibration read: format 1.6 records them"),
+            "{said}"
         );
     }
 

@@ -4697,7 +4697,8 @@ mod tests {
             .max()
             .unwrap();
         assert_eq!(stated.max_offset_ns, max_offset);
-        assert!(stated.to_string().starts_with(source.name()), "{stated}");
+        let said = stated.describe(FormatVersion::CURRENT).to_string();
+        assert!(said.starts_with(source.name()), "{said}");
     }
 
     /// Records timings read on the session clock between two `CLOCK_MONOTONIC` reads, with

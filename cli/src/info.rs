@@ -119,7 +119,8 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
         })),
         "live": live,
         "ranges": ranges(stats),
-        "clock": r.clock.to_string(),
+        // By the header's format: one without calibrations, or one that lost them.
+        "clock": r.clock.describe(h.version).to_string(),
         "closed": {
             "complete": r.is_complete(),
             "clean_close": r.clean_close,
@@ -378,7 +379,12 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     for line in ranges(stats) {
         writeln!(out, "{:<12} {line}", "range")?;
     }
-    writeln!(out, "{:<12} {}", "clock", stats.recovery.clock)?;
+    writeln!(
+        out,
+        "{:<12} {}",
+        "clock",
+        stats.recovery.clock.describe(stats.header.version)
+    )?;
     let r = &stats.recovery;
     if r.is_complete() {
         writeln!(

@@ -59,7 +59,7 @@ pub(super) struct Writer {
     parts: Parts<RegionConst>,
     /// A trace's session was lost: what its labels say, and whether its times were put on
     /// `CLOCK_MONOTONIC` (`otherData` says it too).
-    lost: Option<(&'static str, bool)>,
+    lost: Option<(String, bool)>,
 }
 
 impl Writer {
@@ -545,7 +545,7 @@ impl Sink for Writer {
         out.extend_from_slice(b",\"ts_base_ns\":\"");
         uint(out, self.clock.base_ns)?;
         out.extend_from_slice(b"\"");
-        if let Some((note, _)) = self.lost {
+        if let Some((note, _)) = &self.lost {
             out.extend_from_slice(b",\"session_record\":");
             string(out, note)?;
         }

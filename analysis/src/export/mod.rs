@@ -127,6 +127,7 @@ use crate::hash::IdMap;
 use crate::index::{Index, QUEUES, RegionRef, label_region, queue_name, queue_slot};
 use crate::nesting::{CrossingTracks, track_name};
 use crate::scan::{JoinedSpan, RunningRegion, ScanSummary, Visitor, scan_reader_threaded};
+use hrx_capture::format::FormatVersion;
 use hrx_capture::schema::{
     Access, AnnotationId, CounterSample, CrossWait, FatalSignal, HostClock, NodeIndex, Prepared,
     Record, RefusalKind, RegionIndex, RegionKind, RuntimeId, SignalWitness, Status,
@@ -585,9 +586,9 @@ trait Source {
     /// Whether a recorder was writing the trace when it was opened
     /// ([`TraceReader::being_recorded`]).
     fn being_recorded(&self) -> bool;
-    /// Where the trace's `SessionStart` was lost: its first calibration, and what survived
-    /// of its start ([`origin::Survived`]).
-    fn lost_session(&self) -> (Option<HostClock>, u64);
+    /// Where the trace's `SessionStart` was lost: its first calibration, what survived of its
+    /// start ([`origin::Survived`]), and its format version.
+    fn lost_session(&self) -> (Option<HostClock>, u64, FormatVersion);
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError>;
 }
 
@@ -595,10 +596,14 @@ impl<R: Read + Send> Source for (TraceReader<R>, TraceSession) {
     fn being_recorded(&self) -> bool {
         self.0.is_being_recorded()
     }
-    fn lost_session(&self) -> (Option<HostClock>, u64) {
+    fn lost_session(&self) -> (Option<HostClock>, u64, FormatVersion) {
         match &self.1 {
-            TraceSession::Lost { clock, survived } => (*clock, *survived),
-            TraceSession::Recorded(_) => (None, 0),
+            TraceSession::Lost {
+                clock,
+                survived,
+                format,
+            } => (*clock, *survived, *format),
+            TraceSession::Recorded(_) => (None, 0, self.0.header().version),
         }
     }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
@@ -610,9 +615,9 @@ impl Source for &[Record] {
     fn being_recorded(&self) -> bool {
         false
     }
-    fn lost_session(&self) -> (Option<HostClock>, u64) {
+    fn lost_session(&self) -> (Option<HostClock>, u64, FormatVersion) {
         if matches!(self.first(), Some(Record::SessionStart(_))) {
-            return (None, 0);
+            return (None, 0, FormatVersion::CURRENT);
         }
         let clock = self.iter().find_map(|r| match r {
             Record::HostClock(c) => Some(*c),
@@ -623,7 +628,7 @@ impl Source for &[Record] {
         for r in self.iter() {
             survived.add(0, r);
         }
-        (clock, survived.digest())
+        (clock, survived.digest(), FormatVersion::CURRENT)
     }
     fn scan(self, visitor: &mut impl Visitor) -> Result<ScanSummary, ReadError> {
         Ok(crate::scan::scan_records(self, visitor))
@@ -660,7 +665,7 @@ fn write_to<S: Sink, T: Source>(
         counts: ExportCounts::default(),
         error: None,
         domain,
-        origin: Origin::lost(domain, None, 0),
+        origin: Origin::lost(domain, None, 0, FormatVersion::CURRENT),
         process_declared: false,
         processes: BTreeMap::new(),
         declared: Vec::new(),
@@ -671,8 +676,8 @@ fn write_to<S: Sink, T: Source>(
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
-        let (clock, survived) = source.lost_session();
-        out.next_trace(clock.as_ref(), survived);
+        let (clock, survived, format) = source.lost_session();
+        out.next_trace(clock.as_ref(), survived, format);
         out.counts = ExportCounts::default();
         let mut pass = Pass {
             out,
@@ -789,11 +794,11 @@ struct Out<S> {
 }
 
 impl<S: Sink> Out<S> {
-    /// Starts the next trace's pass; `clock`: its first calibration, and `survived`, what
-    /// survived of its start, should its `SessionStart` be lost (the origin until one is
-    /// read).
-    fn next_trace(&mut self, clock: Option<&HostClock>, survived: u64) {
-        self.origin = Origin::lost(self.domain, clock, survived);
+    /// Starts the next trace's pass; `clock`: its first calibration, `survived`, what
+    /// survived of its start, and `format`, its version, should its `SessionStart` be lost
+    /// (the origin until one is read).
+    fn next_trace(&mut self, clock: Option<&HostClock>, survived: u64, format: FormatVersion) {
+        self.origin = Origin::lost(self.domain, clock, survived, format);
         self.process_declared = false;
         self.processes.clear();
         self.declared.clear();
@@ -1752,7 +1757,7 @@ pub(crate) fn session_lost_instant(
         slot: RECORDER_SLOT,
         name: "session record lost",
         time_ns: start_ns.unwrap_or(0),
-        args: vec![("detail", Arg::Str(Cow::Borrowed(note)))],
+        args: vec![("detail", Arg::Str(Cow::Owned(note)))],
     })
 }
 

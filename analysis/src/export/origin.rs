@@ -46,7 +46,8 @@
 //! `c`) and the thread's session index or the counter's name id, low 8 bits set.
 
 use hrx_capture::TraceReader;
-use hrx_capture::format::{FormatMajor, FormatMinor, FormatVersion};
+use hrx_capture::format::FormatVersion;
+use hrx_capture::reader::Uncalibrated;
 use hrx_capture::schema::{AnnotationId, HostClock, Record, RuntimeId, SessionStart};
 use std::io::Read;
 
@@ -66,6 +67,9 @@ pub enum TraceSession {
         /// What survived of the trace's start, as a number: an xxh3 of its first block read
         /// ([`Survived`]). The trace's identity where its session's is unknown.
         survived: u64,
+        /// Its header's format version: whether it records calibrations, where none was
+        /// read ([`Uncalibrated`]).
+        format: FormatVersion,
     },
 }
 
@@ -79,10 +83,12 @@ impl TraceSession {
     }
 
     /// Where its session was lost, what is unknown and what its times are on, in words.
-    pub fn lost_note(&self) -> Option<&'static str> {
+    pub fn lost_note(&self) -> Option<String> {
         match self {
             TraceSession::Recorded(_) => None,
-            TraceSession::Lost { clock, .. } => Some(lost_note(clock.is_some())),
+            TraceSession::Lost { clock, format, .. } => Some(lost_note(
+                clock.is_none().then(|| Uncalibrated::of(*format)),
+            )),
         }
     }
 
@@ -96,18 +102,18 @@ impl TraceSession {
     }
 }
 
-/// What a lost session leaves unknown and what its times are on (`recovered`: put on
-/// `CLOCK_MONOTONIC` from a calibration), in words: the export's labels, marks and warning.
-fn lost_note(recovered: bool) -> &'static str {
-    match recovered {
-        true => {
-            "session record lost (first block damaged): host, pid, command line and wall clock \
-             unknown; times put on CLOCK_MONOTONIC from the first clock calibration read"
+/// What a lost session leaves unknown and what its times are on, in words: the export's
+/// labels, marks and warning. `uncalibrated`: why no calibration put them on
+/// `CLOCK_MONOTONIC` (as `info`'s `clock` line says it), `None` where one did.
+fn lost_note(uncalibrated: Option<Uncalibrated>) -> String {
+    const LOST: &str = "session record lost (first block damaged): host, pid, command line and \
+                        wall clock unknown";
+    match uncalibrated {
+        None => {
+            format!("{LOST}; times put on CLOCK_MONOTONIC from the first clock calibration read")
         }
-        false => {
-            "session record lost (first block damaged): host, pid, command line and wall clock \
-             unknown; times are ns from the session's start, not CLOCK_MONOTONIC (no clock \
-             calibration read)"
+        Some(why) => {
+            format!("{LOST}; times are ns from the session's start, not CLOCK_MONOTONIC ({why})")
         }
     }
 }
@@ -118,13 +124,6 @@ const SESSION_RECORDS: usize = 16;
 /// Records of the first block read that [`Survived`] hashes, at most, counted from the
 /// trace's first record read.
 const SURVIVED_RECORDS: usize = SESSION_RECORDS + (1 << 16);
-
-/// The format that brought calibrations (`HostClock`, 1.6): an older trace holds none, and
-/// is not read past its first block for one.
-const CALIBRATED: FormatVersion = FormatVersion {
-    major: FormatMajor(1),
-    minor: FormatMinor(6),
-};
 
 /// Reads the start of a trace for its session: its `SessionStart`, or where that was lost,
 /// its first calibration ([`TraceSession::Lost`]), wherever it lies. Records that cannot be
@@ -137,7 +136,9 @@ const CALIBRATED: FormatVersion = FormatVersion {
 /// by an export, an intact one only as far as its first record); a trace older than format
 /// 1.6 holds none and is read only to the end of its first block (what is hashed of it).
 pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
-    let calibrated = reader.header().version >= CALIBRATED;
+    // An older trace holds no calibration, and is not read past its first block for one.
+    let format = reader.header().version;
+    let calibrated = format >= FormatVersion::CALIBRATED;
     let mut clock = None;
     let mut survived = Survived::default();
     for (n, (at, record)) in reader.filter_map(Result::ok).enumerate() {
@@ -162,6 +163,7 @@ pub fn read_session<R: Read>(reader: TraceReader<R>) -> TraceSession {
     TraceSession::Lost {
         clock,
         survived: survived.digest(),
+        format,
     }
 }
 
@@ -334,6 +336,8 @@ pub(crate) struct Origin {
     /// Where `lost`: whether its times were put on `CLOCK_MONOTONIC` (from a calibration),
     /// else they are ns from the session's start.
     pub recovered: bool,
+    /// Where `lost` and not `recovered`: why no calibration was read (by the trace's format).
+    uncalibrated: Option<Uncalibrated>,
 }
 
 impl Origin {
@@ -358,6 +362,7 @@ impl Origin {
             domain,
             lost: false,
             recovered: false,
+            uncalibrated: None,
         }
     }
 
@@ -367,8 +372,14 @@ impl Origin {
     /// (unique to the recording, as a session's base is) and of `survived`, what survived
     /// of the trace's start ([`Survived`]), so that two such traces keep apart in a
     /// data set, with a calibration or without one (all of those without shared one key),
-    /// and the same trace exported twice keeps its key.
-    pub fn lost(domain: ClockDomain, clock: Option<&HostClock>, survived: u64) -> Origin {
+    /// and the same trace exported twice keeps its key. `format`: its header's version, which
+    /// says why it has no calibration where none was read ([`Uncalibrated`]).
+    pub fn lost(
+        domain: ClockDomain,
+        clock: Option<&HostClock>,
+        survived: u64,
+        format: FormatVersion,
+    ) -> Origin {
         let mut key_bytes = b"hrx session lost".to_vec();
         key_bytes.extend_from_slice(&survived.to_le_bytes());
         // Without a calibration up front, times stay session ns throughout: one read later
@@ -389,13 +400,16 @@ impl Origin {
                 origin.recovered = true;
             }
         }
+        if !origin.recovered {
+            origin.uncalibrated = Some(Uncalibrated::of(format));
+        }
         origin.key = xxhash_rust::xxh3::xxh3_64(&key_bytes);
         origin
     }
 
     /// What is unknown and what its times are on, in words, where its session was lost.
-    pub fn lost_note(&self) -> Option<&'static str> {
-        self.lost.then(|| lost_note(self.recovered))
+    pub fn lost_note(&self) -> Option<String> {
+        self.lost.then(|| lost_note(self.uncalibrated))
     }
 
     /// Takes the first calibration's offset, unless a time was mapped already.
@@ -419,7 +433,7 @@ impl Origin {
     /// another pid (Perfetto's `process_labels`, one each; Chrome's joined by commas).
     pub fn labels(&self) -> Vec<String> {
         if let Some(note) = self.lost_note() {
-            return vec![note.to_owned()];
+            return vec![note];
         }
         let host = format!("host={}", self.host);
         match self.recorded_pid {

@@ -498,13 +498,17 @@ pub fn write_parquet<R: Read + Send>(
     }
     let mut all = Vec::new();
     for (reader, session) in traces {
-        let (clock, survived) = match &session {
-            TraceSession::Lost { clock, survived } => (clock.as_ref(), *survived),
-            TraceSession::Recorded(_) => (None, 0),
+        let (clock, survived, format) = match &session {
+            TraceSession::Lost {
+                clock,
+                survived,
+                format,
+            } => (clock.as_ref(), *survived, *format),
+            TraceSession::Recorded(_) => (None, 0, reader.header().version),
         };
         let mut pass = Rows {
             tables: &mut tables,
-            origin: Origin::lost(ClockDomain::Monotonic, clock, survived),
+            origin: Origin::lost(ClockDomain::Monotonic, clock, survived, format),
             last_ns: 0,
             first_ns: None,
             counts: ExportCounts::default(),

@@ -1168,6 +1168,7 @@ fn chrome_timestamps_count_from_a_base_and_keep_every_ns_on_the_wall_clock() {
         TraceSession::Lost {
             clock: None,
             survived: 0,
+            format: hrx_capture::format::FormatVersion::CURRENT,
         },
     ];
     assert_eq!(ExportClock::for_sessions(&lost).base_ns, 0);

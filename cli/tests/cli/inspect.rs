@@ -364,6 +364,67 @@ fn a_trace_being_recorded_is_not_called_crashed() {
     assert!(field(&info, "capture").starts_with("whole"), "{info}");
 }
 
+/// A trace of the current format whose every calibration (`HostClock`) was lost is not
+/// called older than calibrations: `info`'s `clock` line (text and `--json`) says none was
+/// read though format 1.17 records them, and an export of such a trace that lost its
+/// session too gives the same reason in its warning and its file, from the one decision
+/// (`hrx_capture::reader::Uncalibrated`, by the header's version). `info` said
+/// `CLOCK_MONOTONIC (no calibration record: format 1.5 or older)` of a format 1.17 trace,
+/// and the export `no clock calibration read` (break-it D6). `stats` says nothing of the
+/// clock's calibrations.
+#[test]
+fn a_trace_that_lost_every_calibration_is_not_called_older() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline};
+    use hrx_capture::Record;
+    use hrx_capture::format::FormatVersion;
+    let dir = tempfile::tempdir().unwrap();
+    // Written as they are (a recorder writes a session start and calibrations of its own):
+    // with the session start, then without it too.
+    for (name, session) in [("c.hrxt", true), ("n.hrxt", false)] {
+        let file = std::fs::File::create(dir.path().join(name)).unwrap();
+        let mut writer = hrx_capture::TraceWriter::new(file).unwrap();
+        for r in pipeline(PipelineSpec::ops(40)) {
+            let kept = match r {
+                Record::HostClock(_) => false,
+                Record::SessionStart(_) => session,
+                _ => true,
+            };
+            if kept {
+                writer.write(&r).unwrap();
+            }
+        }
+        writer.finish().unwrap();
+    }
+    let why = format!(
+        "no calibration read: format {} records them, and each was damaged or lost",
+        FormatVersion::CURRENT
+    );
+    for name in ["c.hrxt", "n.hrxt"] {
+        let info = stdout(&run(dir.path(), &["info", name]));
+        let clock = field(&info, "clock");
+        assert!(clock.contains(&format!("({why})")), "{info}");
+        assert!(!clock.contains("1.5 or older"), "{info}");
+        assert!(!clock.starts_with("CLOCK_MONOTONIC"), "{info}");
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", name]))).unwrap();
+        assert_eq!(json["clock"], clock, "{json}");
+        let stats = run(dir.path(), &["stats", name]);
+        assert!(
+            !format!("{}{}", stdout(&stats), stderr(&stats)).contains("1.5 or older"),
+            "{}",
+            stdout(&stats)
+        );
+    }
+    let out = run(dir.path(), &["export", "n.hrxt", "-o", "n.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = format!("times are ns from the session's start, not CLOCK_MONOTONIC ({why})");
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("n.json")).unwrap()).unwrap();
+    let record = doc["otherData"]["session_record"].as_str().unwrap();
+    assert!(record.ends_with(&said), "{record}");
+}
+
 /// `stats` of a trace a recorder still writes says how it ends as `info` does, from the one
 /// decision (`hrx_analysis::info::Ending`): its `ended` line (text and `--json`) is `info`'s
 /// `capture` line, `being recorded now: read after 0 submissions`, and `stats --json`'s `end`
