@@ -10,6 +10,10 @@
 //! - and, with [`check_writable`] first, refuses to replace a file the user may not write
 //!   (the rename needs only the folder's write permission: a write-protected baseline was
 //!   replaced with exit 0).
+//!
+//! Every writer holds a lock on its temporary file while it lives, so that the next writer
+//! of the same file removes one a killed writer left ([`remove_abandoned`]), and renames
+//! onto where a symbolic link points ([`written_through`]).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -150,6 +154,39 @@ pub fn written_through(path: &Path) -> PathBuf {
         Ok(target) => target,
         Err(_) => path.to_owned(),
     })
+}
+
+/// An exclusive lock on the file or directory at `path` (std's `File::try_lock`: `flock` on
+/// Linux, as a trace's writer takes on its file), held until the file is dropped. `None`
+/// where it is not had: held by another, or a file system that has none (NFS), where the
+/// caller goes on unlocked.
+pub fn lock(path: &Path) -> Option<File> {
+    let file = File::open(path).ok()?;
+    file.try_lock().is_ok().then_some(file)
+}
+
+/// Removes, with `remove`, each entry of `dir` that `left` takes for a temporary output and
+/// whose lock can be taken ([`lock`]): no live writer holds it, so a killed one left it,
+/// which would stay, as large as its output, for ever. Decided by the lock, not by the
+/// process id in the name, which another process may have taken since. The caller makes
+/// sure no writer is between creating such a file and locking it: `export` and `trim` hold
+/// the folder's lock (`NAME.PID.partial`), a recorder the earlier trace's (`.NAME.PID.new`).
+pub fn remove_abandoned(
+    dir: &Path,
+    left: impl Fn(&std::fs::DirEntry) -> bool,
+    remove: impl Fn(&Path),
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if left(&entry) {
+            let path = entry.path();
+            if let Some(_held) = lock(&path) {
+                remove(&path);
+            }
+        }
+    }
 }
 
 /// Whether the user may write the file at `path`, which a rename onto it replaces: `Ok`

@@ -455,9 +455,10 @@ impl Replacing {
                 format!("{} is being written by another recorder", path.shown()),
             ));
         }
-        if target.parent().is_none() || target.file_name().is_none() {
+        let Some(dir) = target.parent().filter(|_| target.file_name().is_some()) else {
             return Ok(None);
-        }
+        };
+        remove_abandoned_beside(dir, &target);
         // `.NAME.PID.new`, shortened where that would pass a file name's limit.
         let temp = crate::replace::temporary_beside(&target, ".", "new");
         let mode = held.permissions().mode() & 0o7777;
@@ -494,6 +495,28 @@ impl Replacing {
             }
         }
     }
+}
+
+/// Removes the new files (`.NAME.PID.new`) beside `target`, in its folder `dir`, that
+/// recorders of it killed before their rename left: a signal in a traced program's first
+/// milliseconds, before its runtime's handlers are set (or a SIGKILL), left an empty hidden
+/// file that nothing removed, one more at each such start (a break-it pass: 8 of 40 runs
+/// of `record` signalled in their first 7 ms). No live recorder holds its lock, so it is
+/// abandoned ([`crate::replace::remove_abandoned`]), whatever became of the process id in
+/// its name; and none is being made and not yet locked, for that takes `target`'s lock,
+/// which the caller holds ([`Replacing::beside`]). A symbolic link of such a name is not
+/// followed.
+fn remove_abandoned_beside(dir: &Path, target: &Path) {
+    crate::replace::remove_abandoned(
+        dir,
+        |entry| {
+            entry.file_type().is_ok_and(|t| t.is_file())
+                && crate::replace::is_temporary_of(target, &entry.file_name(), ".", "new")
+        },
+        |path| {
+            let _ = std::fs::remove_file(path);
+        },
+    );
 }
 
 /// Whether `file` is empty or starts like a trace (the [`MAGIC`](crate::format::MAGIC), or

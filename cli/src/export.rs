@@ -512,7 +512,7 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
 /// need not be writable. On a failure the staging directory is removed, and `DIR` too when
 /// this export created it.
 ///
-/// The export holds `DIR`'s `flock` ([`lock`]) while it makes its staging directory and
+/// The export holds `DIR`'s `flock` ([`hrx_capture::replace::lock`]) while it makes its staging directory and
 /// while it moves its tables in, so that two exports' moves never interleave, and holds its
 /// staging directory's while it lives, so that one a killed export left (no handler runs on
 /// SIGKILL) is told from one being written, and removed.
@@ -640,7 +640,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
     // Locked before `DIR` is unlocked, so that no other export takes it for a killed one's;
     // held until the export ends.
     let written = std::fs::create_dir(&staging).and_then(|()| {
-        let held = crate::partial::lock(&staging);
+        let held = hrx_capture::replace::lock(&staging);
         std::fs::write(
             staging.join(PARQUET_MARKER),
             b"hrx-trace export --format parquet\n",
@@ -770,10 +770,10 @@ const STAGING_PREFIX: &str = ".hrx-export.";
 const STAGING_SUFFIX: &str = ".partial";
 
 /// Removes the staging directories in `dir` (locked) that no export holds: a killed
-/// export's ([`crate::partial::remove_abandoned`]).
+/// export's ([`hrx_capture::replace::remove_abandoned`]).
 #[cfg(feature = "parquet")]
 fn remove_abandoned(dir: &Path, ours: &[String]) {
-    crate::partial::remove_abandoned(
+    hrx_capture::replace::remove_abandoned(
         dir,
         // A symbolic link of that name is not followed to remove tables where it points.
         |entry| {

@@ -35,14 +35,14 @@
 //! printed: break-it E2.)
 //!
 //! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
-//! killed one left ([`remove_abandoned`]). Each writer holds a lock on its temporary output
+//! killed one left ([`hrx_capture::replace::remove_abandoned`]). Each writer holds a lock on its temporary output
 //! while it lives, so one whose lock can be taken is abandoned, whatever became of its
 //! process id (reused by another process or not); the folder is locked meanwhile, so that
 //! a temporary output just created, not yet locked, is not taken for an abandoned one.
 
 use hrx_capture::ShowPath;
 use std::ffi::CString;
-use std::fs::{DirEntry, File};
+use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -122,21 +122,12 @@ extern "C" fn handler(signal: libc::c_int) {
     unsafe { libc::_exit(128 + signal) };
 }
 
-/// An exclusive lock on the file or directory at `path` (std's `File::try_lock`: `flock` on
-/// Linux, as the trace writer takes on its file), held until the file is dropped. `None`
-/// where it is not had: held by another, or a file system that has none (NFS), where the
-/// caller goes on unlocked.
-pub fn lock(path: &Path) -> Option<File> {
-    let file = File::open(path).ok()?;
-    file.try_lock().is_ok().then_some(file)
-}
-
 /// How long a writer waits for its output folder's lock before it goes on without it: the
 /// folder may be locked around this very command (`flock DIR hrx-trace export ... -o
 /// DIR/x`, a shell's mutual exclusion), which waiting for ever would deadlock.
 const FOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The lock on an output folder (see [`lock`]), waited for at most [`FOLDER_WAIT`]: `None`
+/// The lock on an output folder (see [`hrx_capture::replace::lock`]), waited for at most [`FOLDER_WAIT`]: `None`
 /// where another holds it that long, or where there is none to take. Without it a writer
 /// removes no abandoned output (one just created, not yet locked, could be taken for one).
 pub fn lock_folder(path: &Path) -> Option<File> {
@@ -170,23 +161,6 @@ fn folder_lock(path: &Path, then_wait: Option<&Path>) -> Option<File> {
                 return file.lock().is_ok().then_some(file);
             }
             Err(_) => return None,
-        }
-    }
-}
-
-/// Removes, with `remove`, each entry of `dir` (locked by the caller, [`lock`]) that `left`
-/// takes for a temporary output and whose lock can be taken: no live writer holds it, so
-/// a killed one left it, which would stay, as large as its output, for ever.
-pub fn remove_abandoned(dir: &Path, left: impl Fn(&DirEntry) -> bool, remove: impl Fn(&Path)) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.filter_map(Result::ok) {
-        if left(&entry) {
-            let path = entry.path();
-            if let Some(_held) = lock(&path) {
-                remove(&path);
-            }
         }
     }
 }
@@ -275,7 +249,7 @@ impl Interruptible {
         let locked = lock_folder(folder);
         let blocked = Blocked::signals();
         if locked.is_some() {
-            remove_abandoned(
+            hrx_capture::replace::remove_abandoned(
                 folder,
                 |entry| {
                     // A symbolic link of that name is not followed to remove where it points.

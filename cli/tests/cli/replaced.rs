@@ -219,3 +219,69 @@ fn a_name_of_250_bytes_is_written_and_replaced() {
         .collect();
     assert_eq!(left, ["h.hrxt"], "temporary files left");
 }
+
+/// A recording over an earlier trace removes the hidden new files (`.NAME.PID.new`) that
+/// recorders of it killed before their rename left, whatever process id a name holds (here
+/// this test's own, a live process, and one no process has), deciding by the file's lock:
+/// one a live writer holds is kept, as are other traces' new files and the earlier trace's
+/// own name. A signal in a traced program's first milliseconds (before its runtime's
+/// handlers) left an empty hidden file at each such start, which nothing removed (break-it
+/// D9). Both ways a recording is made: `record --workload` (hrx-trace's own recorder) and
+/// `record -- PROGRAM` (the program's runtime).
+#[test]
+fn a_recording_removes_the_new_files_killed_recorders_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = crate::util::example("traced");
+    let runs: [Vec<&std::ffi::OsStr>; 2] = [
+        ["record", "--workload", "hazards", "-o", "t.hrxt"]
+            .map(std::ffi::OsStr::new)
+            .to_vec(),
+        vec![
+            "record".as_ref(),
+            "-o".as_ref(),
+            "t.hrxt".as_ref(),
+            "--".as_ref(),
+            traced.as_os_str(),
+            "3".as_ref(),
+        ],
+    ];
+    record_hazards(dir.path(), "t.hrxt");
+    for args in runs {
+        let left: Vec<String> = [std::process::id(), 1, 4_000_000]
+            .iter()
+            .map(|pid| format!(".t.hrxt.{pid}.new"))
+            .collect();
+        for name in &left {
+            // As a killed recorder leaves it: empty, or a first block, its lock gone.
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        // A live writer's (its lock held), another trace's, and one of no process id.
+        let held = std::fs::File::create(dir.path().join(".t.hrxt.77.new")).unwrap();
+        held.lock().unwrap();
+        let kept = [".t.hrxt.77.new", ".u.hrxt.5.new", ".t.hrxt.new"];
+        for name in &kept[1..] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let out = crate::util::hrx_trace(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        for name in &left {
+            assert!(!names.contains(name), "{args:?}: {name} left: {names:?}");
+        }
+        for name in kept {
+            assert!(names.iter().any(|n| n == name), "{args:?}: {name} removed");
+        }
+        let info = stdout(&run(dir.path(), &["info", "t.hrxt"]));
+        assert!(info.contains("whole"), "{args:?}: {info}");
+        drop(held);
+        for name in kept {
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+        }
+    }
+}
