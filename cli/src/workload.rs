@@ -243,20 +243,23 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         }
     };
 
-    {
+    if !args.json && !crate::output::quiet() {
         use std::io::Write;
-        // A closed or full stdout is an error value (exit 0 for a closed pipe), not a panic.
+        // A closed pipe is said and the run goes on to its summary, its notes and its exit
+        // code, as the summary's own lines do: returning here turned a failed run read by
+        // `| true` into exit 0 with nothing said (a fresh user's pass). A full disk is the
+        // error it is.
         let mut out = std::io::stdout().lock();
-        for (key, value) in [
+        let written = [
             ("workload", &outcome.workload),
             ("device", &outcome.device),
             ("outcome", &outcome.outcome),
-        ] {
-            if args.json || crate::output::quiet() {
-                break;
-            }
-            writeln!(out, "{key:<12} {}", crate::failure::one_line(value))?;
-        }
+        ]
+        .iter()
+        .try_for_each(|(key, value)| {
+            writeln!(out, "{key:<12} {}", crate::failure::one_line(value))
+        });
+        crate::record::pipe_closed_is_ok(written.and_then(|()| out.flush()))?;
     }
     // The file the runtime wrote: `-o`'s, or `NAME.PID.EXT` beside it when another process
     // (a concurrent recording to the same name) held that one.

@@ -303,6 +303,47 @@ fn faults_that_never_fire_are_an_error() {
     assert!(!dir.path().join("n.hrxt").exists());
 }
 
+/// A failed workload whose standard output was closed before its first line (`| true`)
+/// still fails: its error, exit 2, and one line saying the summary was cut. The first three
+/// summary lines returned at the closed pipe, skipping the run's checks: exit 0 and nothing
+/// said but the replaced-trace note (a fresh user's pass).
+#[test]
+fn a_failed_workload_into_a_closed_pipe_still_fails_and_says_so() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "record",
+        "--workload",
+        "faults",
+        "--input",
+        photo.to_str().unwrap(),
+        "--max-width",
+        "64",
+        "--frames",
+        "1",
+        "--fault",
+        "op=999999:device-lost",
+        "-o",
+        "c.hrxt",
+    ];
+    let out = run_into_closed_stdout(dir.path(), &args);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: ") && l.contains("never fired")),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("standard output was closed before record's summary")
+            .count(),
+        1,
+        "{err}"
+    );
+    // The trace is whole all the same.
+    assert!(dir.path().join("c.hrxt").is_file());
+}
+
 #[test]
 fn unknown_workload_lists_the_names() {
     let dir = tempfile::tempdir().unwrap();
