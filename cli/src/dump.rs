@@ -44,7 +44,7 @@ pub fn run(args: DumpArgs) -> anyhow::Result<ExitCode> {
             args.file.shown()
         ));
     }
-    let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());
+    let mut out = BufWriter::with_capacity(64 << 10, crate::output::stdout());
     for item in reader.by_ref() {
         let (_, record) = item.map_err(fail)?;
         if args.json {

@@ -158,7 +158,10 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
     let (out, partial): (Box<dyn Write + Send>, _) = match &interruptible {
-        None => (Box::new(io::stdout()), std::path::PathBuf::new()),
+        None => (
+            Box::new(crate::output::stdout_unlocked()),
+            std::path::PathBuf::new(),
+        ),
         Some(interruptible) => {
             let (partial, file) = interruptible
                 .create_beside(&output, "the incomplete export meant for", &args.output)
@@ -269,7 +272,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             0 => String::new(),
             n => format!(" ({n} of them operations)"),
         };
-        let mut out = io::stdout().lock();
+        let mut out = crate::output::stdout();
         writeln!(
             out,
             "{}: {}, {}{operations}, {}, {} (as view lists them), {}{host} ({})",
@@ -738,7 +741,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
         events += exported.counts.instants + exported.counts.recorder_instants;
     }
     no_operation_times(&total);
-    let mut out = io::stdout().lock();
+    let mut out = crate::output::stdout();
     writeln!(
         out,
         "{}: {} tables, {}, {} of {}, {} (parquet)",

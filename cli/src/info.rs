@@ -47,7 +47,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
         crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut out = io::stdout().lock();
+    let mut out = crate::output::stdout();
     write(&mut out, &args.file, &stats, live)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

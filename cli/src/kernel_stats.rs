@@ -232,7 +232,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         // A live line is of a recording being written.
         let report = report(path, &stats, &summary, true);
         let unread = tail.unread_bytes();
-        let mut out = io::stdout().lock();
+        let mut out = crate::output::stdout();
         if args.json {
             let mut line = report;
             line["live"] = json!({
@@ -314,7 +314,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             "recorded_again": recorded_again,
         });
     } else {
-        let mut out = io::stdout().lock();
+        let mut out = crate::output::stdout();
         if terminal {
             write!(out, "\x1b[H\x1b[2J")?;
         }
@@ -325,7 +325,7 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         // One object a line, as the live snapshots before it: a line reader reads it too.
-        let mut out = io::stdout().lock();
+        let mut out = crate::output::stdout();
         serde_json::to_writer(&mut out, &crate::output::versioned(report))
             .map_err(io::Error::from)?;
         writeln!(out)?;
@@ -381,7 +381,7 @@ pub fn print_report(
     json: bool,
     text: impl FnOnce(&mut dyn Write, &Value) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::output::stdout();
     print_report_to(&mut out, report, json, text)?;
     out.flush()
 }

@@ -235,7 +235,7 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
 /// The trim's two summary lines on standard output: each runtime's range and snapshot, then
 /// what `OUT` holds.
 fn print_summary(args: &TrimArgs, summary: &TrimSummary) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     for r in &summary.runtimes {
         // What the source did not hold is said beside what it did: "(0 B)" alone read as
         // "nothing needed" (a break-it pass).

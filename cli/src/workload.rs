@@ -243,6 +243,10 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         }
     };
 
+    // Standard output failing (a full disk) is said after the summary's checks, beside the
+    // run's own failure, not instead of it (a fresh user's pass: a bare `No space left on
+    // device` hid the workload's error).
+    let mut stdout_failed: Option<std::io::Error> = None;
     if !args.json && !crate::output::quiet() {
         use std::io::Write;
         // A closed pipe is said and the run goes on to its summary, its notes and its exit
@@ -259,7 +263,9 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         .try_for_each(|(key, value)| {
             writeln!(out, "{key:<12} {}", crate::failure::one_line(value))
         });
-        crate::record::pipe_closed_is_ok(written.and_then(|()| out.flush()))?;
+        if let Err(error) = crate::record::pipe_closed_is_ok(written.and_then(|()| out.flush())) {
+            stdout_failed.get_or_insert(error);
+        }
     }
     // The file the runtime wrote: `-o`'s, or `NAME.PID.EXT` beside it when another process
     // (a concurrent recording to the same name) held that one.
@@ -309,8 +315,16 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             "failed": failed,
         })
     });
-    print_summary(&output, &stats, json)?;
+    if let Err(error) = print_summary(&output, &stats, json) {
+        stdout_failed.get_or_insert(error);
+    }
     closed?;
+    let stdout_failed = stdout_failed.map(|error| {
+        crate::failure::report(&anyhow::Error::new(Failure::new(format!(
+            "cannot write the summary of {} to standard output: {error}",
+            output.shown()
+        ))))
+    });
     crate::record::warn_empty_range(range.as_ref(), &output, &stats);
     match after_signal(stop::requested(), stop::folded(), outcome.stopped) {
         AfterSignal::Stopped { note, code } => {
@@ -327,7 +341,9 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         None => {
             // Only after a recording that succeeded: a failed one ends with its error alone.
             crate::record::note_load(host);
-            Ok(ExitCode::SUCCESS)
+            Ok(stdout_failed.map_or(ExitCode::SUCCESS, |_| {
+                ExitCode::from(crate::failure::EXIT_FAILURE)
+            }))
         }
     }
 }

@@ -1403,3 +1403,62 @@ fn a_trace_name_that_is_no_utf8_or_holds_a_line_separator_is_escaped_in_messages
         );
     }
 }
+
+/// A verb whose standard output is full (`> /dev/full`) says, in its one `error:` line, that
+/// standard output could not be written, not a bare `No space left on device (os error 28)`
+/// that could be the trace's own file; a failed workload's error is said beside it, not
+/// hidden by it (a fresh user's pass). Exit 2 each.
+#[test]
+fn a_full_standard_output_is_named_by_every_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let runs: [&[&str]; 7] = [
+        &["info", "h.hrxt"],
+        &["info", "--json", "h.hrxt"],
+        &["stats", "h.hrxt"],
+        &["stats", "--json", "h.hrxt"],
+        &["dump", "h.hrxt"],
+        &["export", "--format", "chrome", "h.hrxt", "-o", "-"],
+        &["record", "--workload", "hazards", "-o", "r.hrxt"],
+    ];
+    for args in runs {
+        let Some(full) = dev_full() else { return };
+        let out = hrx_trace(dir.path())
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {err}");
+        assert!(
+            err.lines().any(|l| l.starts_with("error: cannot write")
+                && l.contains("to standard output: No space left on device")),
+            "{args:?}: {err}"
+        );
+    }
+    // A workload that fails says its own error too.
+    let (Some(full), Some(_)) = (dev_full(), photo()) else {
+        return;
+    };
+    let out = hrx_trace(dir.path())
+        .args([
+            "record",
+            "--workload",
+            "faults",
+            "--max-width",
+            "64",
+            "--frames",
+            "1",
+            "--fault",
+            "op=999999:device-lost",
+            "-o",
+            "f.hrxt",
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("to standard output: No space left"), "{err}");
+    assert!(err.contains("error: the injected fault"), "{err}");
+}
