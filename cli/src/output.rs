@@ -387,6 +387,42 @@ pub fn warn_ends_before_start(path: &std::path::Path, n: u64, verb: &str) -> Opt
     Some(line)
 }
 
+/// Standard output whose write errors name it: `error: cannot write to standard output: No
+/// space left on device (os error 28)` where a verb's output went to `/dev/full`, not the
+/// bare OS error (a fresh user's pass: `stats T > /dev/full`). A closed pipe and an
+/// interrupted write keep their own error, which the callers that take a closed pipe as no
+/// error ([`crate::failure::report`], [`closed_stdout_said`]) and `write_all` look for.
+pub struct Stdout<W>(W);
+
+/// Standard output, locked, for a verb's report ([`Stdout`]).
+pub fn stdout() -> Stdout<std::io::StdoutLock<'static>> {
+    Stdout(std::io::stdout().lock())
+}
+
+/// Standard output, not locked (a writer another thread owns), for a verb's output
+/// ([`Stdout`]).
+pub fn stdout_unlocked() -> Stdout<std::io::Stdout> {
+    Stdout(std::io::stdout())
+}
+
+impl<W: std::io::Write> std::io::Write for Stdout<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(named_stdout)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(named_stdout)
+    }
+}
+
+fn named_stdout(error: std::io::Error) -> std::io::Error {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::BrokenPipe | ErrorKind::Interrupted => error,
+        kind => std::io::Error::new(kind, format!("cannot write to standard output: {error}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,41 +487,5 @@ mod tests {
         assert_eq!(paint("MATCH", Tone::Good, true), "\x1b[32mMATCH\x1b[0m");
         assert_eq!(verdict_tone("REGRESSION"), Tone::Bad);
         assert_eq!(verdict_tone("same"), Tone::Good);
-    }
-}
-
-/// Standard output whose write errors name it: `error: cannot write to standard output: No
-/// space left on device (os error 28)` where a verb's output went to `/dev/full`, not the
-/// bare OS error (a fresh user's pass: `stats T > /dev/full`). A closed pipe and an
-/// interrupted write keep their own error, which the callers that take a closed pipe as no
-/// error ([`crate::failure::report`], [`closed_stdout_said`]) and `write_all` look for.
-pub struct Stdout<W>(W);
-
-/// Standard output, locked, for a verb's report ([`Stdout`]).
-pub fn stdout() -> Stdout<std::io::StdoutLock<'static>> {
-    Stdout(std::io::stdout().lock())
-}
-
-/// Standard output, not locked (a writer another thread owns), for a verb's output
-/// ([`Stdout`]).
-pub fn stdout_unlocked() -> Stdout<std::io::Stdout> {
-    Stdout(std::io::stdout())
-}
-
-impl<W: std::io::Write> std::io::Write for Stdout<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).map_err(named_stdout)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(named_stdout)
-    }
-}
-
-fn named_stdout(error: std::io::Error) -> std::io::Error {
-    use std::io::ErrorKind;
-    match error.kind() {
-        ErrorKind::BrokenPipe | ErrorKind::Interrupted => error,
-        kind => std::io::Error::new(kind, format!("cannot write to standard output: {error}")),
     }
 }
