@@ -528,8 +528,11 @@ impl Model {
     pub fn spans_summary(&self) -> String {
         let ran = self.span_count() - self.untimed_spans;
         match self.untimed_spans {
-            0 => format!("{ran} spans"),
-            untimed => format!("{ran} spans (+{untimed} untimed)"),
+            0 => crate::units::plural(ran as u64, "span"),
+            untimed => format!(
+                "{} (+{untimed} untimed)",
+                crate::units::plural(ran as u64, "span")
+            ),
         }
     }
 

@@ -124,12 +124,12 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
     } else if !recovery.file_is_whole() {
         notes.push(format!(
             "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
-             records skipped, {} bytes discarded, {} submissions missing{}): what it lacks \
+             records skipped, {} discarded, {} submissions missing{}): what it lacks \
              cannot be compared",
             r.clean_close,
             r.skipped_blocks,
             r.skipped_records,
-            r.bytes_discarded,
+            hrx_analysis::units::bytes(r.bytes_discarded),
             r.missing_submissions,
             match r.newer_records {
                 0 => String::new(),

@@ -639,12 +639,13 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
     }
     let recovery = match (&info.recovery, &info.end) {
         (Some(r), _) if !r.is_complete() => format!(
-            "{} · {} records recovered · {} blocks skipped · {} bytes discarded",
+            "{} · {} records recovered · {} skipped · {} discarded",
             // Not written yet, as `diff` says it: "not closed cleanly" read as a crash.
             r.end_as(state.recording_now()),
             r.records,
-            r.skipped_blocks,
-            r.bytes_discarded,
+            hrx_analysis::units::plural(r.skipped_blocks, "block"),
+            // In the units every other verb's recovery sentence gives.
+            hrx_analysis::units::bytes(r.bytes_discarded),
         ),
         (_, Some(end)) if end.dropped_records > 0 => {
             format!(

@@ -126,7 +126,7 @@ fn a_region_started_and_never_finished_runs_to_the_trace_end() {
         (30, 95, SpanStatus::Running)
     );
     assert!(!compute.ran(), "its bar is not a duration");
-    assert_eq!(model.spans_summary(), "1 spans (+1 untimed)");
+    assert_eq!(model.spans_summary(), "1 span (+1 untimed)");
     // A region whose timing arrived is not running, in any record order.
     let mut f = three_stage();
     f.submit(1, 0, &[], 0);
