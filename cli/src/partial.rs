@@ -25,14 +25,15 @@
 //!
 //! A report printed on standard output ([`Interruptible::print_report`]: `replay`'s and
 //! `diff`'s) is written so that an interruption says what was printed: nothing yet, part of
-//! it, or the whole report. Each `write` of it runs as a commit does, with the signals
-//! blocked on its thread and a handler elsewhere waiting, and names what a handler says
-//! next before the signals are let in; so that an interruption is not held off while a slow
-//! reader leaves the pipe full, each write is one pipe buffer at most (`PIPE_BUF`, which a
-//! pipe takes whole once `poll` says it is writable) and is waited for with `poll`, the
-//! signals let in. The last write names the report whole. (A signal after its last byte
-//! said the report was incomplete, and one before its first said it stopped "while" it was
-//! printed: break-it E2.)
+//! it, or the whole report. Each `write` of it (a page at most) runs with the signals let
+//! in, so that an interruption is never held off by a reader that stopped reading; once its
+//! bytes are out, what a handler says next is named with the signals blocked and a handler
+//! elsewhere waiting, as a commit is. The last write names the report whole. (A signal
+//! after its last byte said the report was incomplete, and one before its first said it
+//! stopped "while" it was printed: break-it E2. Writes made with the signals blocked, after
+//! a `poll`, held an interruption off for as long as a terminal or a shared pipe kept a
+//! write waiting: a second break-it pass.) Left: a signal in the few instructions between a
+//! write's return and that naming says what was said before it.
 //!
 //! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
 //! killed one left ([`hrx_capture::replace::remove_abandoned`]). Each writer holds a lock on its temporary output
@@ -397,8 +398,8 @@ pub fn before_report(what: &str, left: &str) -> String {
     format!("{what} stopped before its report was printed: nothing of it on standard output{left}")
 }
 
-/// The most a report's `write` takes at once ([`ReportOut`]): a pipe writable by `poll`
-/// takes this much without waiting (POSIX's `PIPE_BUF`, Linux's page).
+/// The most a report's `write` takes at once ([`ReportOut`]): a page (POSIX's `PIPE_BUF` on
+/// Linux), so that the bytes an interruption may leave unsaid as written are few.
 const REPORT_WRITE_BYTES: usize = 4096;
 
 /// A report on standard output, written as [`Interruptible::print_report`] says (module
@@ -426,33 +427,34 @@ impl ReportOut {
         let unsent = &self.pending[self.sent..];
         let len = unsent.len().min(REPORT_WRITE_BYTES);
         let last = last && len == unsent.len();
-        // Waited for with the signals let in: an interruption meanwhile says what was
-        // written so far, which is all that was.
-        let mut writable = libc::pollfd {
-            fd: self.fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd. An error (EINTR from another signal's handler) or
-        // POLLERR is left to the write, which says it.
-        unsafe { libc::poll(&mut writable, 1, -1) };
-        let written = held_off(|| {
-            // SAFETY: `len` bytes of `unsent` are initialised and live through the call.
-            let n = unsafe { libc::write(self.fd, unsent.as_ptr().cast(), len) };
-            // Read before anything else may set errno.
-            let result = usize::try_from(n).map_err(|_| io::Error::last_os_error());
-            if let Ok(n) = result
-                && n > 0
-            {
+        // Written with the signals let in, however long it waits: an interruption meanwhile
+        // ends the run at once, saying what the writes before this one printed, which is
+        // all that was. Written with them blocked (`poll` first, then a write `poll` said
+        // would not wait), a write that waited all the same held every interruption off
+        // until the reader read: a terminal whose reader stopped (a hung ssh session) takes
+        // a write of any size once it has room for one byte, and another writer of a shared
+        // pipe can take the room `poll` saw (a break-it pass: SIGTERM did nothing until the
+        // terminal was read).
+        // SAFETY: `len` bytes of `unsent` are initialised and live through the call.
+        let n = unsafe { libc::write(self.fd, unsent.as_ptr().cast(), len) };
+        // Read before anything else may set errno.
+        let written = usize::try_from(n).map_err(|_| io::Error::last_os_error());
+        // What an interruption says from now on, named once the bytes are out (with the
+        // signals blocked: naming allocates). A signal in the few instructions between the
+        // write's return and this says what was said before it.
+        if let Ok(n) = written
+            && n > 0
+            && (self.during.is_some() || (last && n == len))
+        {
+            held_off(|| {
                 if let Some(during) = self.during.take() {
                     name(&[], &[], &during, true);
                 }
                 if last && n == len {
                     name(&[], &[], &self.whole, true);
                 }
-            }
-            result
-        });
+            });
+        }
         match written {
             Ok(0) => Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {

@@ -2254,3 +2254,91 @@ fn a_replay_or_diff_interrupted_before_its_report_says_nothing_of_it_was_printed
         }
     }
 }
+
+/// `replay --report json` whose standard output is a terminal that stopped being read (a
+/// hung ssh session) ends at once on SIGTERM, saying its report is incomplete. Its report's
+/// writes ran with the signals blocked (after a `poll`, which a terminal answers with room
+/// for one byte), so the write waited and the signal waited with it until the terminal was
+/// read (a second break-it pass). The test's terminal is a pseudo-terminal it never reads.
+#[test]
+fn a_replay_writing_to_a_stuck_terminal_ends_on_a_signal() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    record_host_visible(dir.path(), 2_000);
+    // SAFETY: posix_openpt returns a new descriptor or -1; grantpt, unlockpt and ptsname_r
+    // take it and a buffer of the length given.
+    let (master, slave) = unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(
+            master >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(master, name.as_mut_ptr(), name.len()), 0);
+        let name = std::ffi::CStr::from_ptr(name.as_ptr()).to_owned();
+        let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(
+            slave >= 0,
+            "open {name:?}: {}",
+            std::io::Error::last_os_error()
+        );
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let args = ["replay", "--backend", "sim", "hv.hrxt", "--report", "json"];
+    let mut child = hrx_trace(dir.path())
+        .args(args)
+        .stdout(slave)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its report fills the terminal's buffer, which nobody reads, and a write waits.
+    crate::util::wait_until_it_waits(
+        &mut child,
+        |pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+                .is_ok_and(|call| call.starts_with(&format!("{} 0x1 ", libc::SYS_write)))
+        },
+        "a write to standard output waiting",
+        "it ended before its report filled the terminal",
+    );
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    // A liveness limit, not a measurement: it ends at once, or only once the terminal is
+    // read (then killed here).
+    let mut ended = None;
+    for _ in 0..600 {
+        if let Some(status) = child.try_wait().unwrap() {
+            ended = Some(status);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if ended.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    drop(master);
+    let status = ended.expect("a signal did not end a replay whose terminal was not read");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert!(
+        err.ends_with(
+            "error: interrupted by signal 15 (SIGTERM): the replay of hv.hrxt stopped while its \
+             report was printed: the report on standard output is incomplete\n"
+        ),
+        "{err}"
+    );
+}
