@@ -407,12 +407,36 @@ pub fn stdout_unlocked() -> Stdout<std::io::Stdout> {
 
 impl<W: std::io::Write> std::io::Write for Stdout<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).map_err(named_stdout)
+        loop {
+            match self.0.write(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_for_stdout(),
+                written => return written.map_err(named_stdout),
+            }
+        }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(named_stdout)
+        loop {
+            match self.0.flush() {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_for_stdout(),
+                flushed => return flushed.map_err(named_stdout),
+            }
+        }
     }
+}
+
+/// Waits until standard output takes a write: one left non-blocking by whoever shares it (a
+/// parent that set `O_NONBLOCK` on a pipe it reads slowly) answered `EAGAIN`, which ended a
+/// verb with `error: Resource temporarily unavailable` part way through its output (a
+/// break-it pass: `dump` after 70 KB).
+fn wait_for_stdout() {
+    let mut writable = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd. An error or POLLERR is left to the write that follows.
+    unsafe { libc::poll(&mut writable, 1, -1) };
 }
 
 fn named_stdout(error: std::io::Error) -> std::io::Error {

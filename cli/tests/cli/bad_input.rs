@@ -1462,3 +1462,43 @@ fn a_full_standard_output_is_named_by_every_verb() {
     assert!(err.contains("to standard output: No space left"), "{err}");
     assert!(err.contains("error: the injected fault"), "{err}");
 }
+
+/// A standard output left non-blocking by whoever shares it (a parent reading a pipe
+/// slowly, with `O_NONBLOCK` set) is waited for, not an error: `dump` printed part of its
+/// records, then `error: Resource temporarily unavailable (os error 11)`, exit 2 (a break-it
+/// pass). The pipe holds one page and is read only once `dump` waits to write more.
+#[test]
+fn a_non_blocking_standard_output_is_waited_for() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let whole = run(dir.path(), &["dump", "--json", "h.hrxt"]);
+    assert!(whole.stdout.len() > 4 * 4096, "{}", whole.stdout.len());
+    let (mut read, write) = small_pipe(&[]);
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(write.as_raw_fd(), libc::F_GETFL);
+        assert_eq!(
+            libc::fcntl(write.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK),
+            0
+        );
+    }
+    let mut child = hrx_trace(dir.path())
+        .args(["dump", "--json", "h.hrxt"])
+        .stdout(write)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_it_waits(
+        &mut child,
+        blocked_polling,
+        "a wait for room in standard output",
+        "it ended before it waited for room in standard output",
+    );
+    let mut printed = Vec::new();
+    read.read_to_end(&mut printed).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(printed, whole.stdout);
+}
