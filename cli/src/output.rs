@@ -429,7 +429,7 @@ impl<W: std::io::Write> std::io::Write for Stdout<W> {
 /// parent that set `O_NONBLOCK` on a pipe it reads slowly) answered `EAGAIN`, which ended a
 /// verb with `error: Resource temporarily unavailable` part way through its output (a
 /// break-it pass: `dump` after 70 KB).
-fn wait_for_stdout() {
+pub(crate) fn wait_for_stdout() {
     let mut writable = libc::pollfd {
         fd: libc::STDOUT_FILENO,
         events: libc::POLLOUT,

@@ -462,6 +462,11 @@ impl ReportOut {
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            // Left non-blocking by whoever shares it: waited for, as every verb's output is.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                crate::output::wait_for_stdout();
+                Ok(())
+            }
             // No standard output at all (`>&-`): nothing is printed, as Rust's `stdout()`
             // takes it (and every other verb with it).
             Err(e) if e.raw_os_error() == Some(libc::EBADF) => {
