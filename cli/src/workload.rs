@@ -214,11 +214,15 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     if let Some(fault) = fault.clone() {
         options = options.fault(fault);
     }
-    // Held until `run` returns: the handlers stay through the trace's close.
-    let _stop = stop::install();
+    // Held through the trace's close, then let go: a signal while the summary is printed
+    // ends hrx-trace by its default action, the trace closed by then. Held longer, every
+    // signal was folded into a stop that had nothing left to stop, and a summary stuck in
+    // a write nobody read could not be interrupted (a break-it pass).
+    let stop = stop::install();
     let outcome = execute(workload, options, photos, args);
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
+    drop(stop);
     // The file this run's runtime created, if it created one.
     let installed = hrx_capture::installed_path();
     if earlier && installed.as_deref() == Some(output.as_path()) {

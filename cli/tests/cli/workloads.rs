@@ -1024,6 +1024,52 @@ fn two_signals_together_stop_a_workload_once_with_a_closed_trace() {
     }
 }
 
+/// `record --workload` whose summary waits in a write nobody reads (standard output a full
+/// pipe) ends on SIGTERM, by its default action, the trace closed before: its stop handler
+/// was still set, and every signal was folded into a stop that had nothing left to stop,
+/// so only SIGQUIT or SIGKILL ended it (a break-it pass).
+#[test]
+fn a_workload_whose_summary_nobody_reads_ends_on_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = vec![b'x'; 4096];
+    let (read, write) = crate::util::small_pipe(&held);
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "s.hrxt"])
+        .stdout(write)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::util::wait_until_it_waits(
+        &mut child,
+        |pid| crate::util::blocked_writing(pid, 1),
+        "a write of its summary waiting",
+        "it ended before its summary waited",
+    );
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    // A liveness limit, not a measurement: it ends at once, or never (then killed here).
+    let mut ended = None;
+    for _ in 0..600 {
+        if let Some(status) = child.try_wait().unwrap() {
+            ended = Some(status);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if ended.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    drop(read);
+    let status = ended.expect("SIGTERM did not end a workload whose summary nobody read");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM)
+    );
+    let info = stdout(&run(dir.path(), &["info", "s.hrxt"]));
+    assert!(!info.contains("not closed cleanly"), "{info}");
+}
+
 /// `info` names the host clock a trace's times were read on: the TSC where the CPU reports an
 /// invariant one, else `CLOCK_MONOTONIC`; `HRX_TRACE_CLOCK=monotonic` forces the fallback.
 #[test]
