@@ -136,24 +136,47 @@ pub fn create_beside(target: &Path, suffix: &str) -> io::Result<(PathBuf, File)>
     Ok((temp, file))
 }
 
+/// How many symbolic links [`written_through`] follows before it calls the chain a loop, as
+/// the kernel does (`ELOOP` after 40).
+const MAX_LINKS: usize = 40;
+
 /// The file a write to `path` reaches: `path` itself, or where a symbolic link at `path`
-/// points (resolved whole where the target exists, else relative to the link's folder). Every
-/// writer that replaces a file by a rename (`export`, `trim`, a replay's baseline) renames
-/// onto this, so that a link is written through, not replaced by a file: a baseline saved
-/// through a dangling link replaced the link, where an export wrote to its target (a
-/// break-it pass).
-pub fn written_through(path: &Path) -> PathBuf {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if !is_link {
-        return path.to_owned();
+/// points, following a chain of links to its end (resolved whole where the target exists,
+/// else each link relative to its own folder). Every writer that replaces a file by a rename
+/// (`export`, `trim`, a replay's baseline) renames onto this, so that a link is written
+/// through, not replaced by a file: a baseline saved through a dangling link replaced the
+/// link, where an export wrote to its target (a break-it pass), and through a chain
+/// `c2 -> c1 -> real/b.json` (b.json not yet made) one `read_link` replaced the middle link
+/// `c1` with a file, `real/b.json` never made (break-it D2). `record -o` opens its trace
+/// with `O_CREAT`, which the kernel resolves the same way.
+///
+/// # Errors
+///
+/// A chain longer than 40 links, or a loop (`ELOOP`: "Too many levels of symbolic links").
+pub fn written_through(path: &Path) -> io::Result<PathBuf> {
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link(path) {
+        return Ok(path.to_owned());
     }
-    std::fs::canonicalize(path).unwrap_or_else(|_| match std::fs::read_link(path) {
-        Ok(target) if target.is_relative() => path
-            .parent()
-            .map_or_else(|| target.clone(), |dir| dir.join(&target)),
-        Ok(target) => target,
-        Err(_) => path.to_owned(),
-    })
+    let mut at = path.to_owned();
+    for _ in 0..=MAX_LINKS {
+        if !is_link(&at) {
+            return Ok(at);
+        }
+        match std::fs::canonicalize(&at) {
+            Ok(whole) => return Ok(whole),
+            Err(error) if error.raw_os_error() == Some(libc::ELOOP) => return Err(error),
+            Err(_) => {}
+        }
+        at = match std::fs::read_link(&at) {
+            Ok(target) if target.is_relative() => at
+                .parent()
+                .map_or_else(|| target.clone(), |dir| dir.join(&target)),
+            Ok(target) => target,
+            Err(_) => return Ok(at),
+        };
+    }
+    Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
 /// An exclusive lock on the file or directory at `path` (std's `File::try_lock`: `flock` on

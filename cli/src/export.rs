@@ -154,7 +154,12 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     // renamed onto it once complete: an export that fails leaves an earlier one whole, and
     // two into one OUT each write their own file (one wrote into the other's, both exiting
     // 0 over JSON that did not parse: a break-it pass).
-    let output = hrx_capture::replace::written_through(&args.output);
+    let output = hrx_capture::replace::written_through(&args.output).map_err(|e| {
+        Failure::new(format!(
+            "cannot write the export to {}: {e}",
+            args.output.shown()
+        ))
+    })?;
     // Encoded in batches on worker threads and written on a thread of its own (no buffer
     // needed).
     let (out, partial): (Box<dyn Write + Send>, _) = match &interruptible {

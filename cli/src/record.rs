@@ -755,7 +755,8 @@ pub fn require_directory(path: &Path, what: &str) -> Result<(), Failure> {
             parent.shown()
         )));
     }
-    let target = hrx_capture::replace::written_through(path);
+    let target = hrx_capture::replace::written_through(path)
+        .map_err(|e| Failure::new(format!("cannot write {what} to {}: {e}", path.shown())))?;
     if target != path
         && let Some((parent, why)) = missing(&target)
     {

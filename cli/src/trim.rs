@@ -74,7 +74,12 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
     drop(open_checked(&args.file).map_err(read_error)?);
     // Written through a symlink, not over it: the partial file is the target's sibling,
     // renamed onto the target (renamed onto the link, it replaced the link).
-    let output = hrx_capture::replace::written_through(&args.output);
+    let output = hrx_capture::replace::written_through(&args.output).map_err(|e| {
+        Failure::new(format!(
+            "cannot write the trimmed trace to {}: {e}",
+            args.output.shown()
+        ))
+    })?;
     // Named for this process: two trims into one output each write their own file, and the
     // last rename wins whole (one fixed name had them write into each other's file, the
     // winner exiting 0 over a damaged trace: a break-it pass).

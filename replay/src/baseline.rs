@@ -451,7 +451,8 @@ impl Baseline {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Where the file will be: a dangling link's target's folder.
-                let target = hrx_capture::replace::written_through(path);
+                let target = hrx_capture::replace::written_through(path)
+                    .map_err(|e| baseline_error(path, format!("cannot write it: {e}")))?;
                 let dir = match target.parent() {
                     Some(dir) if !dir.as_os_str().is_empty() => dir,
                     _ => Path::new("."),
@@ -1082,13 +1083,13 @@ fn replace(
     // Through a symbolic link, dangling or not, as `export` and `trim` write (a dangling
     // one was replaced by a file, its target never made: a break-it pass); a file there
     // by its whole path, which names its folder in the note of `Replacer::waiting`.
-    let through = hrx_capture::replace::written_through(path);
+    let cannot = |e: std::io::Error| baseline_error(path, format!("cannot write it: {e}"));
+    let through = hrx_capture::replace::written_through(path).map_err(cannot)?;
     let target = std::fs::canonicalize(&through).unwrap_or(through);
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let cannot = |e: std::io::Error| baseline_error(path, format!("cannot write it: {e}"));
     let _one = SAVING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -943,6 +943,75 @@ fn a_baseline_through_a_dangling_link_is_written_where_it_points() {
     }
 }
 
+/// Through a chain of links ending in a file not yet made (`c2 -> c1 -> real/OUT`), a
+/// baseline saved or added to, an export and a trim write `real/OUT` and keep both links
+/// (`hrx_capture::replace::written_through` follows the chain, as the kernel does for
+/// `record -o`): one `read_link` replaced the middle link `c1` with a file, `real/OUT` never
+/// made (break-it D2). A loop of links is one `error:` line, exit 2, the links kept.
+#[test]
+fn every_writer_follows_a_chain_of_links_to_a_file_not_yet_made() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    std::fs::create_dir(dir.path().join("real")).unwrap();
+    let is_link = |name: &str| {
+        std::fs::symlink_metadata(dir.path().join(name))
+            .unwrap()
+            .is_symlink()
+    };
+    let replay = |flag: &'static str| -> Vec<&'static str> {
+        vec![
+            "replay", "h.hrxt", flag, "c2", "--repeat", "1", "--warmup", "0",
+        ]
+    };
+    for (target, args) in [
+        ("b.json", replay("--save-baseline")),
+        ("a.json", replay("--add-to-baseline")),
+        (
+            "e.json",
+            vec!["export", "h.hrxt", "--format", "chrome", "-o", "c2"],
+        ),
+        (
+            "t.hrxt",
+            vec!["trim", "h.hrxt", "-o", "c2", "--submissions", "1.."],
+        ),
+    ] {
+        for link in ["c1", "c2"] {
+            let _ = std::fs::remove_file(dir.path().join(link));
+        }
+        std::os::unix::fs::symlink(format!("real/{target}"), dir.path().join("c1")).unwrap();
+        std::os::unix::fs::symlink("c1", dir.path().join("c2")).unwrap();
+        let out = run(dir.path(), &args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert!(is_link("c1"), "{args:?}: the middle link was replaced");
+        assert!(is_link("c2"), "{args:?}: the first link was replaced");
+        assert!(
+            dir.path().join("real").join(target).is_file(),
+            "{args:?}: real/{target} was never made"
+        );
+    }
+    // A loop: c2 -> c1 -> c2.
+    for link in ["c1", "c2"] {
+        std::fs::remove_file(dir.path().join(link)).unwrap();
+    }
+    std::os::unix::fs::symlink("c2", dir.path().join("c1")).unwrap();
+    std::os::unix::fs::symlink("c1", dir.path().join("c2")).unwrap();
+    for args in [
+        replay("--save-baseline"),
+        vec!["export", "h.hrxt", "--format", "chrome", "-o", "c2"],
+        vec!["trim", "h.hrxt", "-o", "c2", "--submissions", "1.."],
+    ] {
+        let out = run(dir.path(), &args);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {err}");
+        assert!(err.contains("symbolic links"), "{args:?}: {err}");
+        assert_eq!(err.matches("error:").count(), 1, "{args:?}: {err}");
+        assert!(
+            is_link("c1") && is_link("c2"),
+            "{args:?}: a link was replaced"
+        );
+    }
+}
+
 /// `--save-baseline` writes the replay's timings; `--baseline` judges a later replay against
 /// them (and against the capture), saying so in the verdict line and in a table of its own;
 /// a baseline that is missing or none is one line, exit 2, before anything is replayed;
