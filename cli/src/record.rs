@@ -1057,6 +1057,14 @@ pub(crate) mod signals {
     /// How far [`Forwarding::escalate`] went: 0, 1 once the second interrupt was noted, 2
     /// once the third killed the program.
     static ESCALATED: AtomicU32 = AtomicU32::new(0);
+    /// Whether a signal was counted and forwarded ([`forward`]) that the main thread has not
+    /// yet acted on ([`Forwarding::escalate`]): a signal that comes meanwhile was pending
+    /// with it (held while hrx-trace was stopped, or sent by two senders at once) and is the
+    /// same interrupt.
+    static UNSEEN: AtomicBool = AtomicBool::new(false);
+    /// The signals folded into the interrupt counted last (bit `signal`), not forwarded;
+    /// named in a note.
+    static FOLDED: AtomicU32 = AtomicU32::new(0);
     /// Whether the note that a signal was forwarded was printed (at the first one, so that
     /// it comes before what the program and `record` say next).
     static NOTED: AtomicBool = AtomicBool::new(false);
@@ -1079,29 +1087,38 @@ pub(crate) mod signals {
         libc::SIGPROF,
     ];
 
-    /// A signal that repeats the last one counted within this many ns is the same
-    /// delivery: coreutils `timeout` sends its signal to its child and then to the child's
-    /// process group, so `record` run under it gets each SIGTERM twice, microseconds apart,
-    /// and counted twice it killed a workload before its trace was closed, or said a program
-    /// ignored the first (a break-it pass: 4 runs of 30 under `timeout 2`). A person's second
-    /// Ctrl-C comes later than this; the margin is for a loaded machine, where the handler may
-    /// run long after the signal was sent.
+    /// A signal that comes within this many ns of the last one counted, the same or another,
+    /// is the same delivery: coreutils `timeout` sends its signal to its child and then to
+    /// the child's process group, so `record` run under it gets each SIGTERM twice,
+    /// microseconds apart, and counted twice it killed a workload before its trace was
+    /// closed, or said a program ignored the first (a break-it pass: 4 runs of 30 under
+    /// `timeout 2`); and a supervisor's SIGTERM and a closing terminal's SIGHUP come together
+    /// (counted as two and three interrupts, they said a program ignored the first, or killed
+    /// it with its trace never closed: break-it D3). A person's second Ctrl-C comes later
+    /// than this; the margin is for a loaded machine, where the handler may run long after
+    /// the signal was sent.
     const SAME_DELIVERY_NS: u64 = 200_000_000;
-    /// The last signal counted ([`repeated`]), else 0, and when (`CLOCK_MONOTONIC` ns).
+    /// The last signal counted ([`together`]), else 0, and when
+    /// (`CLOCK_MONOTONIC` ns).
     static LAST: AtomicI32 = AtomicI32::new(0);
     static LAST_NS: AtomicU64 = AtomicU64::new(0);
 
-    /// Whether `signal` repeats the last signal counted, within [`SAME_DELIVERY_NS`] of it
-    /// (then it is not counted); async-signal-safe (`clock_gettime` and atomics).
-    pub(crate) fn repeated(signal: libc::c_int) -> bool {
+    /// `CLOCK_MONOTONIC` in ns; async-signal-safe.
+    fn now_ns() -> u64 {
         let mut now = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         // SAFETY: clock_gettime writes the timespec it is given; async-signal-safe.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-        let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
-        if LAST.load(Ordering::SeqCst) == signal
+        now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    }
+
+    /// Whether `signal`, of any kind, comes within [`SAME_DELIVERY_NS`] of the last signal
+    /// counted (then it is not counted; else it is, from now); async-signal-safe.
+    fn together(signal: libc::c_int) -> bool {
+        let now_ns = now_ns();
+        if LAST.load(Ordering::SeqCst) != 0
             && now_ns.saturating_sub(LAST_NS.load(Ordering::SeqCst)) < SAME_DELIVERY_NS
         {
             return true;
@@ -1109,6 +1126,21 @@ pub(crate) mod signals {
         LAST.store(signal, Ordering::SeqCst);
         LAST_NS.store(now_ns, Ordering::SeqCst);
         false
+    }
+
+    /// The signals of `mask` (bit `signal`), in order, as a note names them: `signal 1
+    /// (SIGHUP)`, `signal 1 (SIGHUP) and signal 10 (SIGUSR1)`, `signal 1 (SIGHUP), signal
+    /// 10 (SIGUSR1) and signal 12 (SIGUSR2)`.
+    pub(crate) fn signals_text(mask: u32) -> String {
+        let named: Vec<String> = (1..32)
+            .filter(|s| mask & (1 << s) != 0)
+            .map(super::signal_text)
+            .collect();
+        match named.split_last() {
+            None => String::new(),
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        }
     }
 
     /// Forgets the last signal counted (handlers installed anew).
@@ -1183,9 +1215,17 @@ pub(crate) mod signals {
         info: *mut libc::siginfo_t,
         _context: *mut libc::c_void,
     ) {
-        if repeated(signal) {
+        // Pending with the signal counted last (the main thread has not acted on it yet,
+        // or it came within `SAME_DELIVERY_NS`): the same interrupt, not forwarded again (the
+        // program could not act on the first yet), named in a note where it is another.
+        let counted = LAST.load(Ordering::SeqCst);
+        if UNSEEN.load(Ordering::SeqCst) || together(signal) {
+            if signal != counted {
+                FOLDED.fetch_or(1 << signal, Ordering::SeqCst);
+            }
             return;
         }
+        UNSEEN.store(true, Ordering::SeqCst);
         // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
         let code = unsafe { (*info).si_code };
         // The terminal signals the whole foreground process group (si_code SI_KERNEL): the
@@ -1303,14 +1343,33 @@ pub(crate) mod signals {
         /// process it started with SIGKILL. Each note is printed once.
         pub fn escalate(&self, program: &std::ffi::OsStr, child_alive: bool) {
             let received = RECEIVED.load(Ordering::SeqCst);
+            // Signals from now on are another interrupt (unless within `SAME_DELIVERY_NS`).
+            UNSEEN.store(false, Ordering::SeqCst);
             let signal = super::signal_text(FORWARDED.load(Ordering::Relaxed));
             let name = super::name(program);
-            if received >= 1 && !NOTED.swap(true, Ordering::SeqCst) && !crate::output::quiet() {
-                // One write: the program's processes write to the same stderr meanwhile
-                // (a shell's "Terminated" for a child the signal killed).
-                let note =
-                    format!("note: hrx-trace received {signal} and forwarded it to {name}\n");
-                let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+            let folded = FOLDED.swap(0, Ordering::SeqCst);
+            let with = if folded == 0 {
+                String::new()
+            } else {
+                format!(
+                    " ({} came with it: the same interrupt, not forwarded)",
+                    signals_text(folded)
+                )
+            };
+            if received >= 1 && !NOTED.swap(true, Ordering::SeqCst) {
+                if !crate::output::quiet() {
+                    // One write: the program's processes write to the same stderr meanwhile
+                    // (a shell's "Terminated" for a child the signal killed).
+                    let note = format!(
+                        "note: hrx-trace received {signal} and forwarded it to {name}{with}\n"
+                    );
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+                }
+            } else if folded != 0 {
+                crate::output::note(format_args!(
+                    "hrx-trace received {} with {signal}: the same interrupt, not forwarded",
+                    signals_text(folded)
+                ));
             }
             if received >= 2
                 && ESCALATED
@@ -1360,6 +1419,8 @@ pub(crate) mod signals {
             DESCENDANTS_PENDING.store(0, Ordering::SeqCst);
             RECEIVED.store(0, Ordering::SeqCst);
             ESCALATED.store(0, Ordering::SeqCst);
+            UNSEEN.store(false, Ordering::SeqCst);
+            FOLDED.store(0, Ordering::SeqCst);
             restore_defaults();
             match FORWARDED.swap(0, Ordering::Relaxed) {
                 0 => None,

@@ -674,6 +674,59 @@ fn a_signal_sent_twice_at_once_is_one_interrupt() {
     panic!("10 tries, none sent its two signals within 100 ms");
 }
 
+/// Different signals sent together (held while hrx-trace is stopped, as a supervisor's
+/// SIGTERM and a closing terminal's SIGHUP may come) are one interrupt: the first is
+/// forwarded, the others named in its note and not forwarded; the program, which exits on
+/// the first after a moment (as one closing its trace does), is neither said to run on nor
+/// killed. Counted one interrupt each, two said "is still running ... interrupt once more"
+/// and three killed the program with SIGKILL, its trace never closed (break-it D3).
+#[test]
+fn different_signals_sent_together_are_one_interrupt() {
+    let signals = [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1];
+    let dir = tempfile::tempdir().unwrap();
+    let script = "trap 'sleep 0.3; exit 3' TERM HUP USR1; touch ready; \
+                  while :; do sleep 0.05; done";
+    let mut child = hrx_trace(dir.path())
+        .args(["record", "--", "sh", "-c", script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.path().join("ready"));
+    assert!(
+        crate::util::signals_together_once_handled(&mut child, &signals),
+        "it ended before it handled them"
+    );
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    // The kernel's choice of the first: its code, as for any forwarded signal.
+    let first = code(&output) - 128;
+    assert!(signals.contains(&first), "{err}");
+    let name = |s: i32| hrx_capture::schema::signal_name(s).unwrap();
+    assert!(
+        err.contains(&format!(
+            "received signal {first} ({}) and forwarded it to sh (",
+            name(first)
+        )),
+        "{err}"
+    );
+    assert!(err.contains("sh exited with code 3"), "{err}");
+    assert!(!err.contains("still running"), "{err}");
+    assert!(!err.contains("interrupt once more"), "{err}");
+    assert!(!err.contains("third interrupt"), "{err}");
+    assert_eq!(err.matches("and forwarded it to sh").count(), 1, "{err}");
+    assert!(
+        err.contains("came with it: the same interrupt, not forwarded)"),
+        "{err}"
+    );
+    for signal in signals {
+        assert!(
+            err.contains(&format!("signal {signal} ({})", name(signal))),
+            "{} unnamed: {err}",
+            name(signal)
+        );
+    }
+}
+
 /// Whether the main thread of process `pid` sleeps waiting for a child (`waitpid`): its
 /// `wchan` is `do_wait`, or, where the kernel does not say (`0`), it sleeps.
 fn waits_for_a_child(pid: i32) -> bool {
