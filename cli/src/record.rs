@@ -1038,6 +1038,15 @@ fn exit_code(program: &OsStr, status: ExitStatus) -> u8 {
     EXIT_FAILURE
 }
 
+/// `a`, `a and b`, `a, b and c`: signals named in a note.
+pub(crate) fn and_list(mut items: Vec<String>) -> String {
+    match items.pop() {
+        None => String::new(),
+        Some(last) if items.is_empty() => last,
+        Some(last) => format!("{} and {last}", items.join(", ")),
+    }
+}
+
 /// Forwarding [`signals::SIGNALS`] (SIGINT, SIGTERM, SIGHUP, the user signals and the
 /// timers') to the recorded program while it runs.
 #[cfg(unix)]
@@ -1098,7 +1107,7 @@ pub(crate) mod signals {
     /// than this; the margin is for a loaded machine, where the handler may run long after
     /// the signal was sent.
     const SAME_DELIVERY_NS: u64 = 200_000_000;
-    /// The last signal counted ([`together`]), else 0, and when
+    /// The last signal counted ([`repeated`], [`together`]), else 0, and when
     /// (`CLOCK_MONOTONIC` ns).
     static LAST: AtomicI32 = AtomicI32::new(0);
     static LAST_NS: AtomicU64 = AtomicU64::new(0);
@@ -1112,6 +1121,21 @@ pub(crate) mod signals {
         // SAFETY: clock_gettime writes the timespec it is given; async-signal-safe.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
         now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    }
+
+    /// Whether `signal` repeats the last signal counted, within [`SAME_DELIVERY_NS`] of it
+    /// (then it is not counted; else it is, from now); async-signal-safe (`clock_gettime`
+    /// and atomics).
+    pub(crate) fn repeated(signal: libc::c_int) -> bool {
+        let now_ns = now_ns();
+        if LAST.load(Ordering::SeqCst) == signal
+            && now_ns.saturating_sub(LAST_NS.load(Ordering::SeqCst)) < SAME_DELIVERY_NS
+        {
+            return true;
+        }
+        LAST.store(signal, Ordering::SeqCst);
+        LAST_NS.store(now_ns, Ordering::SeqCst);
+        false
     }
 
     /// Whether `signal`, of any kind, comes within [`SAME_DELIVERY_NS`] of the last signal
@@ -1132,15 +1156,12 @@ pub(crate) mod signals {
     /// (SIGHUP)`, `signal 1 (SIGHUP) and signal 10 (SIGUSR1)`, `signal 1 (SIGHUP), signal
     /// 10 (SIGUSR1) and signal 12 (SIGUSR2)`.
     pub(crate) fn signals_text(mask: u32) -> String {
-        let named: Vec<String> = (1..32)
-            .filter(|s| mask & (1 << s) != 0)
-            .map(super::signal_text)
-            .collect();
-        match named.split_last() {
-            None => String::new(),
-            Some((last, [])) => last.clone(),
-            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        }
+        super::and_list(
+            (1..32)
+                .filter(|s| mask & (1 << s) != 0)
+                .map(super::signal_text)
+                .collect(),
+        )
     }
 
     /// Forgets the last signal counted (handlers installed anew).

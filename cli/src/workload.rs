@@ -365,16 +365,35 @@ enum AfterSignal {
 }
 
 /// [`AfterSignal`] of `signal` (received, if any) for a run the signal `stopped` or not,
-/// naming `folded`, another signal received after it (the same stop). It said "stopped the
-/// workload" and exited 128+N beside `outcome ok: 200 of 200 frames delivered` when the
-/// signal came after the last frame (a fresh user's pass).
-fn after_signal(signal: Option<i32>, folded: Option<i32>, stopped: bool) -> AfterSignal {
-    let then = folded.map_or_else(String::new, |folded| {
-        format!(
-            " ({} came as it stopped: the same stop)",
-            crate::record::signal_text(folded)
-        )
-    });
+/// naming every signal in `folded` (bit `signal`: received after it, the same stop). It said
+/// "stopped the workload" and exited 128+N beside `outcome ok: 200 of 200 frames delivered`
+/// when the signal came after the last frame (a fresh user's pass); it named only the first
+/// other signal of several (break-it D6).
+fn after_signal(signal: Option<i32>, folded: u32, stopped: bool) -> AfterSignal {
+    // The others in order, then the first's own repeat, if any.
+    let folded_text = |first: i32| {
+        let again = folded & (1 << first) != 0;
+        let mut named: Vec<String> = (1..32)
+            .filter(|&s| s != first && folded & (1 << s) != 0)
+            .map(crate::record::signal_text)
+            .collect();
+        if again {
+            named.push(format!("{} again", crate::record::signal_text(first)));
+        }
+        crate::record::and_list(named)
+    };
+    let then = match signal {
+        Some(first) if folded != 0 && stopped => {
+            format!(
+                " ({} came as it stopped: the same stop)",
+                folded_text(first)
+            )
+        }
+        Some(first) if folded != 0 => {
+            format!(" (then {}, which changed nothing)", folded_text(first))
+        }
+        _ => String::new(),
+    };
     match signal {
         Some(signal) if stopped => AfterSignal::Stopped {
             note: format!(
@@ -407,20 +426,25 @@ fn after_signal(signal: Option<i32>, folded: Option<i32>, stopped: bool) -> Afte
 /// trace, `killed by SIGQUIT`, and SIGKILL.
 #[cfg(unix)]
 mod stop {
-    use std::sync::atomic::{AtomicI32, Ordering};
+    use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
-    use crate::record::signals::{restore_defaults, set_handlers};
+    use crate::record::signals::{forget_repeats, repeated, restore_defaults, set_handlers};
 
     /// The signal received, else 0.
     static RECEIVED: AtomicI32 = AtomicI32::new(0);
-    /// The first signal received after it that is not the same one, else 0.
-    static FOLDED: AtomicI32 = AtomicI32::new(0);
+    /// Every signal received after it (bit `signal`), the same one again included unless it
+    /// repeats it at once (`repeated`: `timeout`'s second SIGTERM), else 0: each named in the
+    /// note. It kept only the first other one (break-it D6).
+    static FOLDED: AtomicU32 = AtomicU32::new(0);
 
     extern "C" fn handler(signal: libc::c_int) {
-        if let Err(first) = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
-            && first != signal
+        let repeat = repeated(signal);
+        if RECEIVED
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+            && !repeat
         {
-            let _ = FOLDED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+            FOLDED.fetch_or(1 << signal, Ordering::SeqCst);
         }
     }
 
@@ -428,7 +452,9 @@ mod stop {
     pub struct Stop;
 
     pub fn install() -> Stop {
-        // SAFETY: `handler` only touches atomics, which is async-signal-safe.
+        forget_repeats();
+        // SAFETY: `handler` only touches atomics and reads the clock (`repeated`), which is
+        // async-signal-safe.
         unsafe {
             set_handlers(handler as *const () as usize, libc::SA_RESTART);
         }
@@ -443,12 +469,9 @@ mod stop {
         }
     }
 
-    /// A signal received after the first, another one, folded into its stop, if any.
-    pub fn folded() -> Option<i32> {
-        match FOLDED.load(Ordering::SeqCst) {
-            0 => None,
-            signal => Some(signal),
-        }
+    /// The signals received after the first, folded into its stop (bit `signal`).
+    pub fn folded() -> u32 {
+        FOLDED.load(Ordering::SeqCst)
     }
 
     impl Drop for Stop {
@@ -467,8 +490,8 @@ mod stop {
     pub fn requested() -> Option<i32> {
         None
     }
-    pub fn folded() -> Option<i32> {
-        None
+    pub fn folded() -> u32 {
+        0
     }
 }
 
@@ -844,29 +867,57 @@ mod tests {
     /// and exited 130 beside 200 of 200 frames delivered).
     #[test]
     fn a_signal_after_the_last_frame_stops_nothing_and_says_so() {
-        match after_signal(Some(2), None, true) {
+        match after_signal(Some(2), 0, true) {
             AfterSignal::Stopped { note, code } => {
                 assert_eq!(code, 130);
                 assert!(note.contains("stopped the workload"), "{note}");
             }
             other => panic!("{other:?}"),
         }
-        match after_signal(Some(15), None, false) {
+        match after_signal(Some(15), 0, false) {
             AfterSignal::Whole(note) => {
                 assert!(note.contains("nothing left to stop"), "{note}");
                 assert!(!note.contains("stopped the workload"), "{note}");
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(after_signal(None, None, false), AfterSignal::None);
+        assert_eq!(after_signal(None, 0, false), AfterSignal::None);
         // Another signal as it stopped is the same stop, named.
-        match after_signal(Some(1), Some(15), true) {
+        match after_signal(Some(1), 1 << 15, true) {
             AfterSignal::Stopped { note, code } => {
                 assert_eq!(code, 129);
                 assert!(
                     note.contains("signal 15 (SIGTERM) came as it stopped: the same stop"),
                     "{note}"
                 );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Every one of several is named, the first's own repeat last (only the first other
+        // one was named: break-it D6).
+        let folded = (1 << 15) | (1 << 10) | (1 << 12) | (1 << 1);
+        match after_signal(Some(1), folded, true) {
+            AfterSignal::Stopped { note, .. } => assert!(
+                note.contains(
+                    "(signal 10 (SIGUSR1), signal 12 (SIGUSR2), signal 15 (SIGTERM) and \
+                     signal 1 (SIGHUP) again came as it stopped: the same stop)"
+                ),
+                "{note}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // With nothing left to stop, a later signal changed nothing ("came as it stopped"
+        // read oddly beside "nothing left to stop": break-it D6).
+        match after_signal(Some(1), 1 << 15, false) {
+            AfterSignal::Whole(note) => {
+                assert!(
+                    note.contains(
+                        "when the workload had nothing left to stop (then signal 15 \
+                         (SIGTERM), which changed nothing): the run and its trace are whole"
+                    ),
+                    "{note}"
+                );
+                assert!(!note.contains("as it stopped"), "{note}");
             }
             other => panic!("{other:?}"),
         }

@@ -1070,6 +1070,60 @@ fn a_workload_whose_summary_nobody_reads_ends_on_a_signal() {
     assert!(!info.contains("not closed cleanly"), "{info}");
 }
 
+/// Several different signals sent together to `record --workload` are one stop whose note
+/// names every one after the first (only the first other one was named, the rest unsaid,
+/// while README says every signal after the first is named: break-it D6).
+#[test]
+fn several_signals_together_are_each_named_in_the_stop_note() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let signals = [libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGTERM];
+    let mut child = hrx_trace(dir.path())
+        .args([
+            "record",
+            "--workload",
+            "pipeline",
+            "-o",
+            "many.hrxt",
+            "--input",
+        ])
+        .arg(&photo)
+        .args(["--frames", "1000000", "--max-width", "64"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        crate::util::signals_together_once_handled(&mut child, &signals),
+        "it ended before it handled them all"
+    );
+    let output = child.wait_with_output().unwrap();
+    let (out, err) = (stdout(&output), stderr(&output));
+    let first = code(&output) - 128;
+    assert!(signals.contains(&first), "{out}{err}");
+    let name = |s: i32| hrx_capture::schema::signal_name(s).unwrap();
+    let note = err
+        .lines()
+        .find(|l| l.contains("and stopped the workload"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        note.contains(&format!("received signal {first} ({})", name(first))),
+        "{note}"
+    );
+    assert!(
+        note.contains("came as it stopped: the same stop)"),
+        "{note}"
+    );
+    for signal in signals {
+        assert!(
+            note.contains(&format!("signal {signal} ({})", name(signal))),
+            "{} unnamed: {note}",
+            name(signal)
+        );
+    }
+    assert!(field(&out, "file").contains("(clean close)"), "{out}");
+}
+
 /// `info` names the host clock a trace's times were read on: the TSC where the CPU reports an
 /// invariant one, else `CLOCK_MONOTONIC`; `HRX_TRACE_CLOCK=monotonic` forces the fallback.
 #[test]
