@@ -339,7 +339,10 @@ pub fn eline(line: std::fmt::Arguments<'_>) {
 /// `written`, a verb's report or summary written to standard output, with a closed pipe
 /// (its reader went away: `| head -c 100`) said in one `warning:` line, once a run, and taken
 /// as no error: `standard output was closed before {what} was printed whole (...): it is cut
-/// short; the exit code is {code}` (`the verdict's`, `the run's`). A verdict's exit code is
+/// short; the exit code is {code}, unless an error follows` (`the verdict's`, `the run's`;
+/// said before the verb ends, when a later error, such as a baseline that cannot be written,
+/// exit 2, may still change it: the line promised the verdict's code there, break-it D5). A
+/// verdict's exit code is
 /// the answer to the question asked, and a gate that reads only the start of a report still
 /// fails on a regression; the cut was silent (break-it E5). A full disk, or any other
 /// error, is returned: the verb's one `error:` line.
@@ -359,7 +362,8 @@ pub fn closed_stdout_said(
             if !SAID.swap(true, Ordering::SeqCst) {
                 warn(format_args!(
                     "standard output was closed before {what} was printed whole (its reader \
-                     went away, as `| head` does): it is cut short; the exit code is {code}"
+                     went away, as `| head` does): it is cut short; the exit code is {code}, \
+                     unless an error follows"
                 ));
             }
             Ok(())

@@ -578,7 +578,8 @@ fn a_closed_standard_output_is_said_and_keeps_the_verdict() {
     let cut = |what: &str, code: &str| {
         format!(
             "warning: standard output was closed before {what} was printed whole (its reader \
-             went away, as `| head` does): it is cut short; the exit code is {code}\n"
+             went away, as `| head` does): it is cut short; the exit code is {code}, unless \
+             an error follows\n"
         )
     };
     // Said once, as one line (a loaded host's warning may come beside it).
@@ -612,6 +613,32 @@ fn a_closed_standard_output_is_said_and_keeps_the_verdict() {
             "{args:?}",
         );
     }
+    // A baseline that cannot be written after the report was cut: exit 2, its error after
+    // the warning, which does not promise the verdict's code (it did: break-it D5).
+    let out = run_into_closed_stdout(
+        dir.path(),
+        &[
+            "replay",
+            "h.hrxt",
+            "--report",
+            "json",
+            "--save-baseline",
+            "/proc/nope.json",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        said(
+            &err,
+            &cut("the report of the replay of h.hrxt", "the verdict's")
+        ),
+        "{err}"
+    );
+    assert!(
+        err.find("standard output was closed") < err.find("error: baseline /proc/nope.json"),
+        "{err}"
+    );
     // `record`'s summary, as `record::pipe_closed_is_ok` takes it: the same line.
     for json in [&["--json"][..], &[]] {
         let args = [
