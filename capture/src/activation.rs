@@ -21,12 +21,13 @@
 //! and each thread caches its ring for that id.
 
 use crate::ShowPath;
-use crate::writer::{CloseSummary, Recorder, RecorderOptions, Shared, WriteError, lock};
+use crate::fork::{ForkGuard, ForkLock};
+use crate::writer::{CloseSummary, Recorder, RecorderOptions, Shared, WriteError};
 use crate::{Record, writer};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// The environment variable naming the trace file (`hrx-trace record` sets it); its
 /// patterns are expanded as [`expand_path`] says.
@@ -47,12 +48,14 @@ pub const TRACE_PATHS_ENV: &str = "HRX_TRACE_PATHS";
 
 /// Id of the installed recorder, 0 when none: the gate.
 static CURRENT: AtomicU64 = AtomicU64::new(0);
-static SLOT: Mutex<Option<Recorder>> = Mutex::new(None);
-/// Which process's thread holds [`SLOT`]'s lock: its fork count ([`crate::fork::forks`]) plus
-/// one, 0 when none ([`SlotGuard`]). A forked child waiting for the lock tells by it a thread
-/// of its own (one opening the child's trace, which may take long on a slow disk) from a
-/// thread of its parent that held the lock at the fork, which never lets go there.
-static SLOT_HOLDER: AtomicU64 = AtomicU64::new(0);
+/// The installed recorder. This lock, and every other lock of this module, is a
+/// [`ForkLock`]: a child forked without `exec` while a thread of its parent held it (a
+/// runtime thread opening or closing the process's trace while another thread forks) takes
+/// it over, and sees what it held as the fork found it, or, where that thread was in the
+/// middle of changing it, an empty value ([`ForkLock`]; a recorder there is its parent's
+/// anyway, and forgotten). With a `std::sync::Mutex` such a child waited for ever in
+/// `Runtime::new` or `close_trace`, or ran untraced (the break-it pass of session 52, D4).
+static SLOT: ForkLock<Option<Recorder>> = ForkLock::new(None, || None);
 /// The forks the installed recorder's process had gone through when it was opened
 /// ([`crate::fork`]): a count that differs now says this is a child forked since, without
 /// `exec`, where that recorder is its parent's and writes nothing (one relaxed load an
@@ -61,7 +64,7 @@ static INSTALLED_FORKS: AtomicU64 = AtomicU64::new(0);
 /// The path (before [`expand_path`]) and options the installed recorder was opened with by
 /// [`install_or_current`]: a child forked without `exec` that annotates opens a trace of its
 /// own from them, as a runtime it creates does.
-static TEMPLATE: Mutex<Option<(PathBuf, RecorderOptions)>> = Mutex::new(None);
+static TEMPLATE: ForkLock<Option<(PathBuf, RecorderOptions)>> = ForkLock::new(None, || None);
 /// A file a recorder installed by [`install_or_current`] wrote.
 struct Written {
     /// As [`installed_path`] gives it (after a fallback to `NAME.PID.EXT`, that name).
@@ -77,13 +80,16 @@ struct Written {
 /// forked without `exec` never records into one of its ancestors' ([`create_unshared`]). It
 /// was kept from them by the writer's lock it inherited, until the child let go of that
 /// ([`crate::fork`]): a child that outlived its parent then replaced the parent's trace.
-static WRITTEN: Mutex<Vec<Written>> = Mutex::new(Vec::new());
+/// (A child forked while a thread of its parent was adding to it starts an empty list: that
+/// thread was opening a trace, which the child's finds locked, and falls back beside.)
+static WRITTEN: ForkLock<Vec<Written>> = ForkLock::new(Vec::new(), Vec::new);
 
 /// Whether a process this one was forked from wrote `path` ([`WRITTEN`]).
 fn an_ancestor_wrote(path: &Path) -> bool {
     let forks = crate::fork::forks();
     let here = std::path::absolute(path).ok();
-    lock(&WRITTEN)
+    WRITTEN
+        .lock()
         .iter()
         .any(|w| w.forks != forks && w.absolute.is_some() && w.absolute == here)
 }
@@ -92,7 +98,7 @@ fn an_ancestor_wrote(path: &Path) -> bool {
 /// writes, or wrote if it was closed since: the name it fell back to when another process
 /// held the one asked for. `None` when no recorder was installed from a path.
 pub fn installed_path() -> Option<PathBuf> {
-    lock(&WRITTEN).last().map(|w| w.path.clone())
+    WRITTEN.lock().last().map(|w| w.path.clone())
 }
 
 /// Whether a recorder is installed: one relaxed atomic load.
@@ -179,18 +185,9 @@ fn own_recorder(id: u64) -> u64 {
 #[cold]
 #[inline(never)]
 fn open_in_forked_child(id: u64) -> u64 {
-    // A thread of the parent may have held the slot's lock at the fork: in the child no
-    // thread will ever release it, and a plain lock would wait for ever.
-    let Some(slot) = slot_in_forked_child() else {
-        CURRENT.store(0, Ordering::Release);
-        crate::to_stderr(format_args!(
-            "hrx: process {} (forked from a traced process without exec) cannot open a trace \
-             of its own (a thread of its parent held the recorder's lock at the fork): its \
-             annotations are not recorded",
-            std::process::id()
-        ));
-        return 0;
-    };
+    // A thread of the parent may have held the slot's lock at the fork: the child takes it
+    // over ([`SLOT`]).
+    let slot = lock_slot();
     let forked = slot
         .as_ref()
         .filter(|r| r.id() == id)
@@ -199,7 +196,7 @@ fn open_in_forked_child(id: u64) -> u64 {
     if !forked {
         return CURRENT.load(Ordering::Relaxed);
     }
-    let template = lock(&TEMPLATE).clone();
+    let template = TEMPLATE.lock().clone();
     let opened = match template {
         Some((path, options)) => install_or_current(&path, options).map_err(|e| e.to_string()),
         None => Err("its parent's trace was not opened from a path".to_owned()),
@@ -210,7 +207,7 @@ fn open_in_forked_child(id: u64) -> u64 {
             let mut slot = lock_slot();
             if slot.as_ref().is_some_and(|r| r.shared().forked()) {
                 CURRENT.store(0, Ordering::Release);
-                std::mem::forget(slot.take());
+                std::mem::forget(slot.change(Option::take));
             }
             drop(slot);
             crate::to_stderr(format_args!(
@@ -223,68 +220,10 @@ fn open_in_forked_child(id: u64) -> u64 {
     }
 }
 
-/// [`SLOT`]'s lock, its holder noted ([`SLOT_HOLDER`]).
-struct SlotGuard(std::sync::MutexGuard<'static, Option<Recorder>>);
-
-impl SlotGuard {
-    fn new(guard: std::sync::MutexGuard<'static, Option<Recorder>>) -> SlotGuard {
-        SLOT_HOLDER.store(this_holder(), Ordering::Release);
-        SlotGuard(guard)
-    }
-}
-
-impl std::ops::Deref for SlotGuard {
-    type Target = Option<Recorder>;
-    fn deref(&self) -> &Option<Recorder> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for SlotGuard {
-    fn deref_mut(&mut self) -> &mut Option<Recorder> {
-        &mut self.0
-    }
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        // Before the lock itself is let go (the field drops after this).
-        SLOT_HOLDER.store(0, Ordering::Release);
-    }
-}
-
-/// What [`SLOT_HOLDER`] holds while a thread of this process holds the lock.
-fn this_holder() -> u64 {
-    crate::fork::forks() + 1
-}
-
-/// [`SLOT`]'s lock, waiting for it.
-fn lock_slot() -> SlotGuard {
-    SlotGuard::new(lock(&SLOT))
-}
-
-/// The slot's lock in a child forked without `exec`, or `None` when it stays taken for
-/// 100 ms by no thread of the child: a thread of the parent held it at the fork, and in the
-/// child no thread ever releases it. A thread of the child holding it is waited for, however
-/// long (it was taken for the parent's after 100 ms: a runtime made while another thread
-/// opened the child's trace recorded nothing, told its parent held the lock).
-fn slot_in_forked_child() -> Option<SlotGuard> {
-    let mut waited_ms = 0;
-    while waited_ms < 100 {
-        match SLOT.try_lock() {
-            Ok(guard) => return Some(SlotGuard::new(guard)),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-                return Some(SlotGuard::new(poisoned.into_inner()));
-            }
-            Err(std::sync::TryLockError::WouldBlock) => {
-                if SLOT_HOLDER.load(Ordering::Acquire) != this_holder() {
-                    waited_ms += 1;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        }
-    }
-    None
+/// [`SLOT`]'s lock, waiting for a thread of this process that holds it (one of a parent
+/// that held it at the fork is not waited for: [`ForkLock`]).
+fn lock_slot() -> ForkGuard<'static, Option<Recorder>> {
+    SLOT.lock()
 }
 
 fn installed(id: u64) -> Option<Arc<Shared>> {
@@ -298,16 +237,18 @@ fn installed(id: u64) -> Option<Arc<Shared>> {
 pub fn install(recorder: Recorder) -> Option<Recorder> {
     let mut slot = lock_slot();
     INSTALLED_FORKS.store(recorder.shared().forks_at_creation(), Ordering::Relaxed);
-    *lock(&TEMPLATE) = None;
-    CURRENT.store(recorder.id(), Ordering::Release);
-    slot.replace(recorder)
+    TEMPLATE.lock().change(|t| *t = None);
+    let id = recorder.id();
+    let old = slot.change(|s| s.replace(recorder));
+    CURRENT.store(id, Ordering::Release);
+    old
 }
 
 /// Removes the installed recorder and returns it (it keeps recording for its handles).
 pub fn uninstall() -> Option<Recorder> {
     let mut slot = lock_slot();
     CURRENT.store(0, Ordering::Release);
-    slot.take()
+    slot.change(Option::take)
 }
 
 /// Removes the installed recorder if its id is `id`.
@@ -315,7 +256,7 @@ pub(crate) fn uninstall_if(id: u64) -> Option<Recorder> {
     let mut slot = lock_slot();
     if slot.as_ref().is_some_and(|r| r.id() == id) {
         CURRENT.store(0, Ordering::Release);
-        slot.take()
+        slot.change(Option::take)
     } else {
         None
     }
@@ -324,24 +265,7 @@ pub(crate) fn uninstall_if(id: u64) -> Option<Recorder> {
 /// A handle to the installed recorder, if any (not one a child forked without `exec`
 /// inherited from its parent: that one writes nothing here).
 pub fn current() -> Option<Recorder> {
-    slot()?.clone().filter(|r| !r.shared().forked())
-}
-
-/// The slot's lock; in a child forked since the installed recorder was made, `None` once it
-/// stayed taken for 100 ms ([`slot_in_forked_child`]): a lock a thread of the parent held at
-/// the fork is never released there, and a runtime made in the child waited for ever.
-fn slot() -> Option<SlotGuard> {
-    if crate::fork::forks() == INSTALLED_FORKS.load(Ordering::Relaxed) {
-        return Some(lock_slot());
-    }
-    slot_in_forked_child()
-}
-
-/// Why a forked child records nothing: [`slot`] stayed taken.
-fn slot_held_at_fork() -> WriteError {
-    WriteError::Io(Arc::new(std::io::Error::other(
-        "a thread of its parent held the recorder's lock when it forked",
-    )))
+    lock_slot().clone().filter(|r| !r.shared().forked())
 }
 
 /// The installed recorder, or a new one recording to `path` (after [`expand_path`]), which
@@ -354,14 +278,14 @@ pub fn install_or_current(
     path: impl AsRef<Path>,
     options: RecorderOptions,
 ) -> Result<Recorder, WriteError> {
-    let mut slot = slot().ok_or_else(slot_held_at_fork)?;
+    let mut slot = lock_slot();
     // A recorder inherited by a child forked without `exec` is its parent's, writing nothing
     // here: the child records into a trace of its own, as a process it `exec`s would (beside
     // the parent's, `NAME.PID.EXT`: the parent holds that file). It recorded nothing, and
     // said nothing (a break-it pass).
     if slot.as_ref().is_some_and(|r| r.shared().forked()) {
         CURRENT.store(0, Ordering::Release);
-        std::mem::forget(slot.take());
+        std::mem::forget(slot.change(Option::take));
     }
     if let Some(recorder) = slot.as_ref() {
         return Ok(recorder.clone());
@@ -374,15 +298,18 @@ pub fn install_or_current(
     }
     let (recorder, written) = create_unshared(path.as_ref(), options.clone())?;
     report_path(&written);
-    lock(&WRITTEN).push(Written {
+    let written = Written {
         absolute: std::path::absolute(&written).ok(),
         path: written,
         forks: recorder.shared().forks_at_creation(),
-    });
-    *lock(&TEMPLATE) = Some((path.as_ref().to_owned(), options));
+    };
+    WRITTEN.lock().change(|w| w.push(written));
+    let template = Some((path.as_ref().to_owned(), options));
+    TEMPLATE.lock().change(|t| *t = template);
     INSTALLED_FORKS.store(recorder.shared().forks_at_creation(), Ordering::Relaxed);
+    let installed = recorder.clone();
+    slot.change(|s| *s = Some(installed));
     CURRENT.store(recorder.id(), Ordering::Release);
-    *slot = Some(recorder.clone());
     Ok(recorder)
 }
 
@@ -529,13 +456,14 @@ fn reported_in(dir: &Path, path: &Path, pid: u32) -> bool {
 
 /// Traces this process wrote that were moved (renamed) while they were recorded: (the
 /// path written, made absolute; the path now), for [`moved_to`].
-static MOVED: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+static MOVED: ForkLock<Vec<(PathBuf, PathBuf)>> = ForkLock::new(Vec::new(), Vec::new);
 
 /// Where the trace this process wrote at `path` is now, when it was moved (renamed) while
 /// it was recorded (as its writer last found it); `None` where it was not.
 pub fn moved_to(path: &Path) -> Option<PathBuf> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    lock(&MOVED)
+    MOVED
+        .lock()
         .iter()
         .find(|(from, _)| *from == path)
         .map(|(_, to)| to.clone())
@@ -543,23 +471,24 @@ pub fn moved_to(path: &Path) -> Option<PathBuf> {
 
 /// Traces this process wrote whose file was deleted while they were recorded (the path
 /// written, made absolute), for [`deleted`].
-static DELETED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static DELETED: ForkLock<Vec<PathBuf>> = ForkLock::new(Vec::new(), Vec::new);
 
 /// Whether the trace this process wrote at `path` was deleted while it was recorded (its
 /// writer found its file unlinked): whatever `path` names now is another file.
 pub fn deleted(path: &Path) -> bool {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    lock(&DELETED).contains(&path)
+    DELETED.lock().contains(&path)
 }
 
 /// The trace `path` that this process wrote was deleted while it was recorded: kept for
 /// [`deleted`].
 pub(crate) fn report_deleted(path: &Path) {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut deleted = lock(&DELETED);
-    if !deleted.contains(&absolute) {
-        deleted.push(absolute);
-    }
+    DELETED.lock().change(|deleted| {
+        if !deleted.contains(&absolute) {
+            deleted.push(absolute);
+        }
+    });
 }
 
 /// The trace `from` that this process wrote was moved to `to` while it was recorded: kept
@@ -569,11 +498,13 @@ pub(crate) fn report_deleted(path: &Path) {
 pub(crate) fn report_moved(from: &Path, to: &Path) {
     {
         let absolute = std::path::absolute(from).unwrap_or_else(|_| from.to_owned());
-        let mut moved = lock(&MOVED);
-        match moved.iter_mut().find(|(f, _)| *f == absolute) {
-            Some(entry) => entry.1 = to.to_owned(),
-            None => moved.push((absolute, to.to_owned())),
-        }
+        let to = to.to_owned();
+        MOVED.lock().change(
+            |moved| match moved.iter_mut().find(|(f, _)| *f == absolute) {
+                Some(entry) => entry.1 = to,
+                None => moved.push((absolute, to)),
+            },
+        );
     }
     if let Some(dir) = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty()) {
         report_moved_in(Path::new(&dir), from, to, std::process::id());
@@ -894,39 +825,56 @@ mod tests {
         assert!(read_all(&child).unwrap().recovery.clean_close);
 
         // The slot's lock held at the fork (by this thread here; by another of the parent's
-        // threads in a program), never released in the child: its annotation records
-        // nothing and returns, without waiting for ever.
+        // threads in a program, below), never released in the child: the child takes it
+        // over, and its annotation opens a trace of its own. It recorded nothing (after
+        // waiting 100 ms) before session 52.
         let held = lock_slot();
         let pid = crate::fork::child::spawn(|| {
-            annotation_name("in the child").is_none() && open_range("range").is_none()
+            let annotates = || -> Option<()> {
+                annotation_name("in the child")?;
+                let range = open_range("range")?;
+                close_range(&range);
+                shutdown().ok()??;
+                read_all(installed_path()?)
+                    .ok()?
+                    .recovery
+                    .clean_close
+                    .then_some(())
+            };
+            annotates().is_some()
         });
         drop(held);
         assert!(
             crate::fork::child::held(pid),
-            "the child waited for a lock held at the fork"
+            "the child did not take over a lock held at the fork"
         );
+        let _ = std::fs::remove_file(template.with_file_name(format!("shared-{pid}.hrxt")));
         // A runtime made in such a child (it asks for the current recorder, then opens one)
-        // gets none and an error saying why, without waiting for ever.
+        // records into a trace of its own. It got an error ("held the recorder's lock") and
+        // ran untraced.
         let held = lock_slot();
         let pid = crate::fork::child::spawn(|| {
             current().is_none()
                 && install_or_current(template, RecorderOptions::default())
-                    .is_err_and(|e| e.to_string().contains("held the recorder's lock"))
+                    .is_ok_and(|own| own.id() != parent.id())
+                && shutdown().is_ok_and(|s| s.is_some())
         });
         drop(held);
         assert!(
             crate::fork::child::held(pid),
-            "the child waited for a lock held at the fork"
+            "the child did not take over a lock held at the fork"
         );
+        let _ = std::fs::remove_file(template.with_file_name(format!("shared-{pid}.hrxt")));
         // A thread of the child itself holding the lock past 100 ms (opening the child's
         // own trace on a slow disk, as `install_or_current` does under it): another thread
         // of the child making a runtime meanwhile waits for it, as in any process, and
-        // shares its trace. It was told its parent held the lock and recorded nothing.
+        // shares its trace (it is not taken over as a parent's is). It was told its parent
+        // held the lock and recorded nothing (session 51).
         let pid = crate::fork::child::spawn(|| {
             let (taken, take) = std::sync::mpsc::channel();
             let holder = std::thread::spawn(move || {
-                let slot = slot();
-                let _ = taken.send(slot.is_some());
+                let slot = lock_slot();
+                let _ = taken.send(true);
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 drop(slot);
             });
@@ -939,6 +887,54 @@ mod tests {
             "a thread of the child holding the lock was taken for its parent's"
         );
         let _ = std::fs::remove_file(template.with_file_name(format!("shared-{pid}.hrxt")));
+
+        // Another thread of the parent holding the slot's lock across the fork (opening the
+        // process's first trace, or closing it, as a program's runtime thread does while its
+        // main thread forks): the child closes, opens a trace of its own, records and closes
+        // it, without waiting for a thread it does not have. It waited for ever in `shutdown`
+        // (`close_trace`) and in `current` (`Runtime::new`), or ran untraced after 100 ms
+        // ("a thread of its parent held the recorder's lock"; the break-it pass of session
+        // 52, D4).
+        let (taken, take) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let held = lock_slot();
+            let _ = taken.send(());
+            let _ = released.recv();
+            drop(held);
+        });
+        take.recv().unwrap();
+        let parent_id = parent.id();
+        let pid = crate::fork::child::spawn(|| {
+            let checks = || -> Option<()> {
+                // The parent's recorder, inherited: closing it writes nothing and returns.
+                shutdown().ok()?;
+                (current().is_none()).then_some(())?;
+                let own = install_or_current(template, RecorderOptions::default()).ok()?;
+                (own.id() != parent_id && enabled()).then_some(())?;
+                record(&Record::RuntimeEnd(RuntimeEnd {
+                    runtime: RuntimeId(8),
+                    time_ns: now_ns(),
+                }));
+                shutdown().ok()??;
+                let trace = read_all(installed_path()?).ok()?;
+                (trace.recovery.clean_close
+                    && trace
+                        .records
+                        .iter()
+                        .any(|r| r.runtime() == Some(RuntimeId(8))))
+                .then_some(())
+            };
+            checks().is_some()
+        });
+        let _ = release.send(());
+        holder.join().unwrap();
+        assert!(
+            crate::fork::child::held(pid),
+            "a child forked while another thread held the slot's lock records its own trace"
+        );
+        let child = template.with_file_name(format!("shared-{pid}.hrxt"));
+        assert!(read_all(&child).unwrap().recovery.clean_close);
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).

@@ -14,7 +14,8 @@
 //! and of a segment being published (`clock::after_fork`), which a parent's writer thread
 //! may hold at the fork and no thread of the child would release.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// Forks this process went through, counted in each child as it starts.
 static FORKS: AtomicU64 = AtomicU64::new(0);
@@ -168,6 +169,134 @@ fn release_held() {
     }
 }
 
+/// A lock that a child forked without `exec` takes even when a thread of its parent held
+/// it at the fork (the process-wide recorder slot and what goes with it,
+/// `crate::activation`): a `std::sync::Mutex` held then stays held in the child for ever, no
+/// thread there ever releasing it, and a forked child of a program whose runtime thread was
+/// opening or closing its trace hung in `Runtime::new` or `close_trace` (the break-it pass
+/// of session 52, D4).
+///
+/// The lock holds the pid of the process whose thread holds it (0 when free): a waiter that
+/// finds another process's pid there is in a child forked while a thread of its parent held
+/// it, and takes it over (a generation that needs no `pthread_atfork` handler, so a fork
+/// before any handler was registered is covered too; `getpid` is a system call a lock, and
+/// these locks are off the hot path). What the child then sees of the value:
+///
+/// - the value as it was at the fork, whole, when the parent's thread held the lock but was
+///   not changing it (opening a file, say, between changes: the usual case);
+/// - a fresh value (`fresh`), the one it had leaked unread, when the parent's thread was in
+///   the middle of [`ForkGuard::change`] (a few instructions): it may be torn.
+///
+/// Waiters poll (yield, then sleep up to 1 ms): held for as long as a trace file takes to
+/// open, and rarely contended.
+pub(crate) struct ForkLock<T> {
+    holder: AtomicU32,
+    /// Set by the holder for the length of [`ForkGuard::change`].
+    changing: AtomicBool,
+    value: UnsafeCell<T>,
+    fresh: fn() -> T,
+}
+
+// SAFETY: `value` is reached only through a `ForkGuard`, which `holder` serializes within
+// a process (a holder of another process is in another address space).
+unsafe impl<T: Send> Sync for ForkLock<T> {}
+
+impl<T> ForkLock<T> {
+    /// A free lock holding `value`; `fresh` makes the value a child takes over a lock with
+    /// when a thread of its parent was changing it at the fork.
+    pub(crate) const fn new(value: T, fresh: fn() -> T) -> ForkLock<T> {
+        ForkLock {
+            holder: AtomicU32::new(0),
+            changing: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+            fresh,
+        }
+    }
+
+    /// The lock, waiting for a thread of this process that holds it.
+    pub(crate) fn lock(&self) -> ForkGuard<'_, T> {
+        let me = std::process::id();
+        let mut waits = 0u32;
+        loop {
+            match self
+                .holder
+                .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return ForkGuard { lock: self, me },
+                Err(held) if held != 0 && held != me => {
+                    // A thread of another process (this one's parent, or an ancestor's) held
+                    // it when this process was forked: no thread here will let it go.
+                    if self
+                        .holder
+                        .compare_exchange(held, me, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        if self.changing.load(Ordering::Acquire) {
+                            // Torn, perhaps: left unread (and undropped) for a fresh value.
+                            // SAFETY: this thread holds the lock; the old value is forgotten.
+                            unsafe { std::ptr::write(self.value.get(), (self.fresh)()) };
+                            self.changing.store(false, Ordering::Release);
+                        }
+                        return ForkGuard { lock: self, me };
+                    }
+                }
+                Err(_) => {
+                    waits += 1;
+                    if waits < 64 {
+                        std::thread::yield_now();
+                    } else {
+                        let us = 10u64 << (waits - 64).min(7);
+                        std::thread::sleep(std::time::Duration::from_micros(us.min(1000)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A [`ForkLock`] held: reads through `Deref`, changes through [`ForkGuard::change`].
+pub(crate) struct ForkGuard<'a, T> {
+    lock: &'a ForkLock<T>,
+    /// The pid that took it: a guard taken before a fork and dropped in the child lets go of
+    /// nothing the child took since.
+    me: u32,
+}
+
+impl<T> ForkGuard<'_, T> {
+    /// Changes the value: a child forked meanwhile takes a fresh one ([`ForkLock`]).
+    pub(crate) fn change<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        self.lock.changing.store(true, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // SAFETY: this guard holds the lock.
+        let result = f(unsafe { &mut *self.lock.value.get() });
+        self.lock.changing.store(false, Ordering::Release);
+        result
+    }
+}
+
+impl<T> std::ops::Deref for ForkGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> Drop for ForkGuard<'_, T> {
+    fn drop(&mut self) {
+        // Only where this guard still holds it (not a guard taken before a fork, the lock
+        // taken over since in the child). A change a panic left unfinished leaves the value
+        // whole (the closure's own `&mut`): the flag is for a forked child only.
+        if self.lock.holder.load(Ordering::Relaxed) == self.me {
+            self.lock.changing.store(false, Ordering::Relaxed);
+            let _ =
+                self.lock
+                    .holder
+                    .compare_exchange(self.me, 0, Ordering::Release, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Test support: a child process running `checks`, for the tests of what a forked child
 /// may and may not do.
 #[cfg(all(test, unix))]
@@ -215,5 +344,41 @@ mod tests {
         let pid = super::child::spawn(|| super::forks() == before + 1);
         assert!(super::child::held(pid));
         assert_eq!(super::forks(), before);
+    }
+
+    /// A child forked while another thread of its parent held a [`super::ForkLock`] takes it
+    /// over and finds the value as it was; one forked while the value was being changed
+    /// finds a fresh value; the parent's holders are untouched (a `std::sync::Mutex` held
+    /// at the fork was never released in the child, which waited for ever).
+    #[test]
+    fn a_child_takes_over_a_fork_lock_its_parent_held() {
+        static LOCK: super::ForkLock<Vec<u32>> = super::ForkLock::new(Vec::new(), Vec::new);
+        LOCK.lock().change(|v| v.push(1));
+        let (taken, take) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let held = LOCK.lock();
+            let _ = taken.send(());
+            let _ = released.recv();
+            drop(held);
+        });
+        take.recv().unwrap();
+        let pid = super::child::spawn(|| {
+            let mut held = LOCK.lock();
+            let whole = *held == [1];
+            held.change(|v| v.push(2));
+            drop(held);
+            whole && *LOCK.lock() == [1, 2]
+        });
+        let _ = release.send(());
+        holder.join().unwrap();
+        assert!(super::child::held(pid), "the child took over the lock");
+        let mut pid = 0;
+        LOCK.lock().change(|v| {
+            v.push(3);
+            pid = super::child::spawn(|| LOCK.lock().is_empty());
+        });
+        assert!(super::child::held(pid), "the child made a fresh value");
+        assert_eq!(*LOCK.lock(), [1, 3]);
     }
 }
