@@ -73,6 +73,12 @@ struct Written {
     absolute: Option<PathBuf>,
     /// The process's fork count then ([`crate::fork`]).
     forks: u64,
+    /// Whether this process wrote it; `false`: the path asked for, which another process had
+    /// (a process forked from this one before it opened its trace, or a sibling), and this
+    /// one recorded beside it (`NAME.PID.EXT`). A child forked since keeps off it as off its
+    /// ancestors' own: after that other process closed it, children forked later replaced
+    /// its trace one after another (session 52's burst of forks, 15 of 60 traces lost).
+    own: bool,
 }
 
 /// Every file a recorder installed by [`install_or_current`] wrote in this process or in a
@@ -84,21 +90,29 @@ struct Written {
 /// thread was opening a trace, which the child's finds locked, and falls back beside.)
 static WRITTEN: ForkLock<Vec<Written>> = ForkLock::new(Vec::new(), Vec::new);
 
-/// Whether a process this one was forked from wrote `path` ([`WRITTEN`]).
-fn an_ancestor_wrote(path: &Path) -> bool {
+/// Whether a process this one was forked from wrote `path` (`Some(true)`), or found it
+/// being written by another process and recorded beside it (`Some(false)`) ([`WRITTEN`]).
+fn an_ancestor_wrote(path: &Path) -> Option<bool> {
     let forks = crate::fork::forks();
     let here = std::path::absolute(path).ok();
     WRITTEN
         .lock()
         .iter()
-        .any(|w| w.forks != forks && w.absolute.is_some() && w.absolute == here)
+        .filter(|w| w.forks != forks && w.absolute.is_some() && w.absolute == here)
+        .map(|w| w.own)
+        .max()
 }
 
 /// The file the recorder installed by [`install_or_current`] (or [`install_from_env`])
 /// writes, or wrote if it was closed since: the name it fell back to when another process
 /// held the one asked for. `None` when no recorder was installed from a path.
 pub fn installed_path() -> Option<PathBuf> {
-    WRITTEN.lock().last().map(|w| w.path.clone())
+    WRITTEN
+        .lock()
+        .iter()
+        .rev()
+        .find(|w| w.own)
+        .map(|w| w.path.clone())
 }
 
 /// Whether a recorder is installed: one relaxed atomic load.
@@ -298,12 +312,27 @@ pub fn install_or_current(
     }
     let (recorder, written) = create_unshared(path.as_ref(), options.clone())?;
     report_path(&written);
+    let forks = recorder.shared().forks_at_creation();
+    // The name asked for, where another process had it (a `%n` template never reuses one).
+    let beside = (!has_sequence(path.as_ref()))
+        .then(|| expand_path(path.as_ref()))
+        .filter(|asked| *asked != written)
+        .map(|asked| Written {
+            absolute: std::path::absolute(&asked).ok(),
+            path: asked,
+            forks,
+            own: false,
+        });
     let written = Written {
         absolute: std::path::absolute(&written).ok(),
         path: written,
-        forks: recorder.shared().forks_at_creation(),
+        forks,
+        own: true,
     };
-    WRITTEN.lock().change(|w| w.push(written));
+    WRITTEN.lock().change(|w| {
+        w.extend(beside);
+        w.push(written);
+    });
     let template = Some((path.as_ref().to_owned(), options));
     TEMPLATE.lock().change(|t| *t = template);
     INSTALLED_FORKS.store(recorder.shared().forks_at_creation(), Ordering::Relaxed);
@@ -396,14 +425,16 @@ fn create_unshared(
     // The process itself, before an exec (the image that ran this program recorded into
     // it: same pid, an earlier session), is no other process.
     let ancestor_wrote = an_ancestor_wrote(&path);
-    let mut why = if ancestor_wrote {
+    let mut why = if ancestor_wrote == Some(true) {
         "was written by the process this one was forked from"
+    } else if ancestor_wrote == Some(false) {
+        "was not the trace of the process this one was forked from, which recorded beside it"
     } else if sibling_wrote && reported_before(&path) {
         "was written by this same process in an earlier session (before an exec)"
     } else {
         "was written by another process of this recording"
     };
-    if !sibling_wrote && !ancestor_wrote {
+    if !sibling_wrote && ancestor_wrote.is_none() {
         match Recorder::create(&path, options.clone()) {
             Err(e) if taken(&e) => why = "is being written by another process",
             Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
@@ -935,6 +966,39 @@ mod tests {
         );
         let child = template.with_file_name(format!("shared-{pid}.hrxt"));
         assert!(read_all(&child).unwrap().recovery.clean_close);
+
+        // A process that found its trace's name taken by another process (one forked from
+        // it before, or a sibling) and recorded beside it: a child it forks later keeps off
+        // that name too, and never replaces the other process's trace once it is closed.
+        // Children forked one after another replaced it, and each other's (session 52's
+        // burst of forks: 15 of 60 traces lost).
+        let asked = template.with_file_name("taken.hrxt");
+        let pid = crate::fork::child::spawn(|| {
+            let checks = || -> Option<()> {
+                let other = Recorder::create(&asked, RecorderOptions::default()).ok()?;
+                install_or_current(&asked, RecorderOptions::default()).ok()?;
+                let beside = own_path(&asked, std::process::id());
+                (installed_path()? == beside).then_some(())?;
+                other.close().ok()?;
+                let before = file_identity(&asked);
+                let grandchild = crate::fork::child::spawn(|| {
+                    shutdown().is_ok()
+                        && install_or_current(&asked, RecorderOptions::default()).is_ok()
+                        && installed_path() == Some(own_path(&asked, std::process::id()))
+                        && shutdown().is_ok_and(|s| s.is_some())
+                });
+                crate::fork::child::held(grandchild).then_some(())?;
+                let _ = std::fs::remove_file(own_path(&asked, grandchild as u32));
+                (file_identity(&asked) == before).then_some(())?;
+                shutdown().ok()??;
+                read_all(&asked).ok()?.recovery.clean_close.then_some(())
+            };
+            checks().is_some()
+        });
+        assert!(
+            crate::fork::child::held(pid),
+            "a grandchild replaced the trace its parent found taken"
+        );
     }
 
     /// The only test touching the process-wide slot (tests run in parallel).
