@@ -189,8 +189,10 @@
 //! interrupted by signal 2 (SIGINT): the comparison of a.hrxt and b.hrxt stopped before its
 //! verdict: nothing judged`, and exits 128+N ([`crate::partial`]); after it, what of its
 //! report was printed: `... stopped before its report was printed: nothing of it on standard
-//! output`, `... stopped while its report was printed: the report on standard output is
-//! incomplete`, or `... was done: its report on standard output is whole`
+//! output`, `... stopped as its report began to be printed: none or part of it on standard
+//! output` (its first write under way), `... stopped while its report was printed: the
+//! report on standard output is incomplete`, or `... was done: its report on standard output
+//! is whole`
 //! ([`crate::partial::Interruptible::print_report`]).
 
 use crate::args::DiffArgs;

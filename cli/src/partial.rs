@@ -32,8 +32,10 @@
 //! after its last byte said the report was incomplete, and one before its first said it
 //! stopped "while" it was printed: break-it E2. Writes made with the signals blocked, after
 //! a `poll`, held an interruption off for as long as a terminal or a shared pipe kept a
-//! write waiting: a second break-it pass.) Left: a signal in the few instructions between a
-//! write's return and that naming says what was said before it.
+//! write waiting: a second break-it pass.) From the first write's start to its return an
+//! interruption cannot know whether a byte got out (a terminal takes part of a write and
+//! waits), and says `none or part of it`; a signal between the last write's return and its
+//! naming says `incomplete` of a report that is whole.
 //!
 //! SIGKILL (an OOM kill) runs no handler: the next writer of the same output removes what a
 //! killed one left ([`hrx_capture::replace::remove_abandoned`]). Each writer holds a lock on its temporary output
@@ -352,9 +354,10 @@ impl Interruptible {
 
     /// Prints a verb's report on standard output with `print` (see the module docs), an
     /// interruption saying what was printed: `{what} stopped before its report was printed:
-    /// nothing of it on standard output{left}` until its first byte is written, `{what}
-    /// stopped while its report was printed: the report on standard output is
-    /// incomplete{left}` until its last, then `{what} was done: its report on standard output
+    /// nothing of it on standard output{left}` until its first write starts, `{what} stopped
+    /// as its report began to be printed: none or part of it on standard output{left}` until
+    /// that write's bytes are out, `{what} stopped while its report was printed: the report
+    /// on standard output is incomplete{left}` until its last, then `{what} was done: its report on standard output
     /// is whole{left}` (`what`: `the replay of t.hrxt`; `left`: what else is left, `;
     /// baseline saved to b.json`, or nothing).
     ///
@@ -376,6 +379,10 @@ impl Interruptible {
             fd: libc::STDOUT_FILENO,
             pending: Vec::new(),
             sent: 0,
+            began: Some(format!(
+                "{what} stopped as its report began to be printed: none or part of it on \
+                 standard output{left}"
+            )),
             during: Some(format!(
                 "{what} stopped while its report was printed: the report on standard output \
                  is incomplete{left}"
@@ -413,7 +420,10 @@ struct ReportOut {
     /// How much of `pending` was written (dropped at the next [`Write::write`]: a large
     /// `write_all` is sent a slice at a time, not moved down a slice at a time).
     sent: usize,
-    /// What an interruption says once the first byte is written; `None` once it is.
+    /// What an interruption says from the start of the first write (which may wait, and
+    /// then may have written part of its bytes or none); `None` once named.
+    began: Option<String>,
+    /// What it says once the first write's bytes are out; `None` once named.
     during: Option<String>,
     /// What it says once the last is.
     whole: String,
@@ -435,13 +445,19 @@ impl ReportOut {
         // a write of any size once it has room for one byte, and another writer of a shared
         // pipe can take the room `poll` saw (a break-it pass: SIGTERM did nothing until the
         // terminal was read).
+        // Named before the first write: from its start, an interruption cannot know whether
+        // a byte got out, and says so.
+        if let Some(began) = self.began.take() {
+            held_off(|| name(&[], &[], &began, true));
+        }
         // SAFETY: `len` bytes of `unsent` are initialised and live through the call.
         let n = unsafe { libc::write(self.fd, unsent.as_ptr().cast(), len) };
         // Read before anything else may set errno.
         let written = usize::try_from(n).map_err(|_| io::Error::last_os_error());
         // What an interruption says from now on, named once the bytes are out (with the
-        // signals blocked: naming allocates). A signal in the few instructions between the
-        // write's return and this says what was said before it.
+        // signals blocked: naming allocates). A signal between the write's return and this
+        // (a thread descheduled there, on a loaded machine) says what was said before it,
+        // which is still true ("none or part of it"), or "incomplete" of a report whole.
         if let Ok(n) = written
             && n > 0
             && (self.during.is_some() || (last && n == len))
@@ -619,9 +635,9 @@ mod tests {
     }
 
     /// A report's writer names what an interruption says as it goes: before its first
-    /// byte, while some is written, and once the last is (the last write names it whole:
-    /// it said "incomplete" after the last byte, break-it E2). No handler is set: what it
-    /// would say is read where it reads it.
+    /// write, from its start (none or part of it out), while some is written, and once the
+    /// last is (the last write names it whole: it said "incomplete" after the last byte,
+    /// break-it E2). No handler is set: what it would say is read where it reads it.
     #[test]
     fn a_report_is_said_unprinted_then_incomplete_then_whole_as_it_is_written() {
         use std::io::Read;
@@ -636,6 +652,7 @@ mod tests {
             fd: write.as_raw_fd(),
             pending: Vec::new(),
             sent: 0,
+            began: Some("began".into()),
             during: Some("during".into()),
             whole: "whole".into(),
         };

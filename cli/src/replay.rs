@@ -34,8 +34,10 @@
 //! 2 (SIGINT): the replay of t.hrxt stopped before its verdict: nothing judged` (and that no
 //! baseline was saved or added to, where one was to be), and exits 128+N ([`crate::partial`]).
 //! Interrupted after its verdict, the line says what of its report was printed (`stopped
-//! before its report was printed: nothing of it on standard output`, `stopped while its
-//! report was printed: the report on standard output is incomplete`, a slow reader of a long
+//! before its report was printed: nothing of it on standard output`, `stopped as its report
+//! began to be printed: none or part of it on standard output` (its first write under way),
+//! `stopped while its report was printed: the report on standard output is incomplete`, a
+//! slow reader of a long
 //! JSON report, or `was done: its report on standard output is whole`:
 //! [`crate::partial::Interruptible::print_report`]) and what became of the baseline.
 //! Interrupted while it writes the baseline, its temporary file is removed and the earlier
