@@ -598,26 +598,11 @@ mod tests {
         clock.seq.store(seq.wrapping_add(2), Ordering::Release);
         drop(held);
         assert!(pid > 0, "fork failed");
-        let mut status = 0;
         // A liveness limit, not a measurement: the child ends at once, or never (it hangs).
-        let mut ended = false;
-        for _ in 0..600 {
-            // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                ended = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        if !ended {
-            // SAFETY: our child, killed and reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-        }
-        assert!(ended, "the forked child hung on the clock");
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert!(
+            crate::fork::child::held(pid),
+            "the forked child hung on the clock"
+        );
     }
 
     /// A child forked while another thread of its parent is making a [`Published`] value
@@ -652,26 +637,11 @@ mod tests {
         assert_eq!(maker.join().unwrap(), 1);
         assert_eq!(*CELL.get_or_init(|| 3), 1);
         assert!(pid > 0, "fork failed");
-        let mut status = 0;
         // A liveness limit, not a measurement: the child ends at once, or never (it hangs).
-        let mut ended = false;
-        for _ in 0..600 {
-            // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                ended = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        if !ended {
-            // SAFETY: our child, killed and reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-        }
-        assert!(ended, "the forked child hung on a value being made");
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert!(
+            crate::fork::child::held(pid),
+            "the forked child hung on a value being made"
+        );
     }
 
     /// Two threads that find no value each make one; one is kept and both get it.

@@ -2418,20 +2418,8 @@ fn a_replay_writing_to_a_stuck_terminal_ends_on_a_signal() {
     );
     // SAFETY: kill has no memory preconditions; the pid is our child's.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    // A liveness limit, not a measurement: it ends at once, or only once the terminal is
-    // read (then killed here).
-    let mut ended = None;
-    for _ in 0..600 {
-        if let Some(status) = child.try_wait().unwrap() {
-            ended = Some(status);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    if ended.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    // A liveness limit, not a measurement: it ends at once, or never (then killed).
+    let ended = crate::util::ended_within_a_minute(&mut child);
     drop(master);
     let status = ended.expect("a signal did not end a replay whose terminal was not read");
     let mut err = String::new();

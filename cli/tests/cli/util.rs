@@ -499,3 +499,17 @@ pub fn small_pipe(held: &[u8]) -> (std::fs::File, std::os::fd::OwnedFd) {
     writer.write_all(held).unwrap();
     (read, write)
 }
+
+/// `child`'s exit status once it ended, or `None` where it still ran after a minute (a hang:
+/// then killed and reaped). A liveness limit, not a measurement.
+pub fn ended_within_a_minute(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    for _ in 0..600 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}

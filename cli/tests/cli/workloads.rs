@@ -1047,19 +1047,8 @@ fn a_workload_whose_summary_nobody_reads_ends_on_a_signal() {
     );
     // SAFETY: kill has no memory preconditions; the pid is our child's.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    // A liveness limit, not a measurement: it ends at once, or never (then killed here).
-    let mut ended = None;
-    for _ in 0..600 {
-        if let Some(status) = child.try_wait().unwrap() {
-            ended = Some(status);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    if ended.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    // A liveness limit, not a measurement: it ends at once, or never (then killed).
+    let ended = crate::util::ended_within_a_minute(&mut child);
     drop(read);
     let status = ended.expect("SIGTERM did not end a workload whose summary nobody read");
     assert_eq!(
