@@ -807,25 +807,31 @@ mod tests {
     /// closes complete; the parent's is untouched. It joined the parent's recorder and
     /// recorded nothing, silently (a break-it pass).
     #[cfg(unix)]
+    /// In a forked child with no recorder of its own: opens one at `template` (not the
+    /// parent's, `parent_id`), records a `RuntimeEnd` of `runtime` and closes it; whether the
+    /// trace read back is closed cleanly and holds that record.
+    fn records_its_own_trace(template: &Path, parent_id: u64, runtime: u32) -> Option<()> {
+        (current().is_none()).then_some(())?;
+        let own = install_or_current(template, RecorderOptions::default()).ok()?;
+        (own.id() != parent_id && enabled()).then_some(())?;
+        record(&Record::RuntimeEnd(RuntimeEnd {
+            runtime: RuntimeId(runtime),
+            time_ns: now_ns(),
+        }));
+        shutdown().ok()??;
+        let trace = read_all(installed_path()?).ok()?;
+        (trace.recovery.clean_close
+            && trace
+                .records
+                .iter()
+                .any(|r| r.runtime() == Some(RuntimeId(runtime))))
+        .then_some(())
+    }
+
     fn forked_child_records_into_a_trace_of_its_own(template: &Path, parent: &Recorder) {
-        let checks = || -> Option<()> {
-            (current().is_none()).then_some(())?;
-            let own = install_or_current(template, RecorderOptions::default()).ok()?;
-            (own.id() != parent.id() && enabled()).then_some(())?;
-            record(&Record::RuntimeEnd(RuntimeEnd {
-                runtime: RuntimeId(7),
-                time_ns: now_ns(),
-            }));
-            shutdown().ok()??;
-            let trace = read_all(installed_path()?).ok()?;
-            (trace.recovery.clean_close
-                && trace
-                    .records
-                    .iter()
-                    .any(|r| r.runtime() == Some(RuntimeId(7))))
-            .then_some(())
-        };
-        let pid = crate::fork::child::spawn(|| checks().is_some());
+        let parent_id = parent.id();
+        let pid =
+            crate::fork::child::spawn(|| records_its_own_trace(template, parent_id, 7).is_some());
         assert!(
             crate::fork::child::held(pid),
             "the forked child's own trace"
@@ -940,21 +946,7 @@ mod tests {
             let checks = || -> Option<()> {
                 // The parent's recorder, inherited: closing it writes nothing and returns.
                 shutdown().ok()?;
-                (current().is_none()).then_some(())?;
-                let own = install_or_current(template, RecorderOptions::default()).ok()?;
-                (own.id() != parent_id && enabled()).then_some(())?;
-                record(&Record::RuntimeEnd(RuntimeEnd {
-                    runtime: RuntimeId(8),
-                    time_ns: now_ns(),
-                }));
-                shutdown().ok()??;
-                let trace = read_all(installed_path()?).ok()?;
-                (trace.recovery.clean_close
-                    && trace
-                        .records
-                        .iter()
-                        .any(|r| r.runtime() == Some(RuntimeId(8))))
-                .then_some(())
+                records_its_own_trace(template, parent_id, 8)
             };
             checks().is_some()
         });

@@ -2263,14 +2263,12 @@ fn an_interruption_while_a_warning_is_written_starts_its_own_line() {
         .stderr(write)
         .spawn()
         .unwrap();
-    crate::util::wait_until_it_waits(
+    crate::util::terminate_once_it_waits(
         &mut child,
         |pid| crate::util::blocked_writing(pid, 2),
         "a write to standard error waiting",
         "it ended before it waited to write a warning",
     );
-    // SAFETY: kill has no memory preconditions; the pid is our child's.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let mut err = Vec::new();
     read.read_to_end(&mut err).unwrap();
     let status = child.wait().unwrap();
@@ -2327,14 +2325,12 @@ fn a_replay_or_diff_interrupted_as_its_report_begins_says_none_or_part_was_print
             .spawn()
             .unwrap();
         // Waiting to write the report (`poll` for room, or the write itself).
-        crate::util::wait_until_it_waits(
+        crate::util::terminate_once_it_waits(
             &mut child,
             |pid| crate::util::blocked_writing(pid, 1) || crate::util::blocked_polling(pid),
             "a wait to write standard output",
             "it ended before it waited to print its report",
         );
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
         // Read once it has ended: read before, the pipe would let the report in.
         let out = child.wait_with_output().unwrap();
         let mut report = Vec::new();
@@ -2407,17 +2403,12 @@ fn a_replay_writing_to_a_stuck_terminal_ends_on_a_signal() {
         .spawn()
         .unwrap();
     // Its report fills the terminal's buffer, which nobody reads, and a write waits.
-    crate::util::wait_until_it_waits(
+    crate::util::terminate_once_it_waits(
         &mut child,
-        |pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/syscall"))
-                .is_ok_and(|call| call.starts_with(&format!("{} 0x1 ", libc::SYS_write)))
-        },
+        |pid| crate::util::blocked_writing(pid, 1),
         "a write to standard output waiting",
         "it ended before its report filled the terminal",
     );
-    // SAFETY: kill has no memory preconditions; the pid is our child's.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     // A liveness limit, not a measurement: it ends at once, or never (then killed).
     let ended = crate::util::ended_within_a_minute(&mut child);
     drop(master);

@@ -513,3 +513,16 @@ pub fn ended_within_a_minute(child: &mut std::process::Child) -> Option<std::pro
     let _ = child.wait();
     None
 }
+
+/// Sends SIGTERM to `child` once `waits` shows it waiting ([`wait_until_it_waits`], whose
+/// `what` and `ended` it takes).
+pub fn terminate_once_it_waits(
+    child: &mut std::process::Child,
+    waits: impl Fn(u32) -> bool,
+    what: &str,
+    ended: &str,
+) {
+    wait_until_it_waits(child, waits, what, ended);
+    // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+}

@@ -678,21 +678,7 @@ fn a_full_disk_stops_the_pipeline_at_the_first_failed_write() {
 /// Starts `record --workload pipeline` of a million frames into `dir/t.hrxt`, waits until
 /// the trace exists, does `meanwhile`, then stops the run with SIGTERM; returns its output.
 fn while_recording(dir: &Path, photo: &Path, meanwhile: impl FnOnce()) -> std::process::Output {
-    let mut child = hrx_trace(dir)
-        .args([
-            "record",
-            "--workload",
-            "pipeline",
-            "-o",
-            "t.hrxt",
-            "--input",
-        ])
-        .arg(photo)
-        .args(["--frames", "1000000", "--max-width", "64"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = endless_pipeline(dir, photo, "t.hrxt");
     while !dir.join("t.hrxt").exists() {
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -891,14 +877,7 @@ fn a_signal_stops_a_workload_with_a_closed_trace() {
     ] {
         for attempt in 0.. {
             let file = format!("{name}-{times}-{attempt}.hrxt");
-            let mut child = hrx_trace(dir.path())
-                .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
-                .arg(&photo)
-                .args(["--frames", "1000000", "--max-width", "64"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let mut child = endless_pipeline(dir.path(), &photo, &file);
             // The trace exists once the runtime runs, after the handlers are installed.
             while !dir.path().join(&file).exists() {
                 assert!(
@@ -978,14 +957,7 @@ fn two_signals_together_stop_a_workload_once_with_a_closed_trace() {
         (libc::SIGUSR1, libc::SIGUSR2),
     ] {
         let file = format!("together-{a}-{b}.hrxt");
-        let mut child = hrx_trace(dir.path())
-            .args(["record", "--workload", "pipeline", "-o", &file, "--input"])
-            .arg(&photo)
-            .args(["--frames", "1000000", "--max-width", "64"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = endless_pipeline(dir.path(), &photo, &file);
         assert!(
             crate::util::signals_together_once_handled(&mut child, &[a, b]),
             "it ended before it handled both"
@@ -1039,14 +1011,12 @@ fn a_workload_whose_summary_nobody_reads_ends_on_a_signal() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    crate::util::wait_until_it_waits(
+    crate::util::terminate_once_it_waits(
         &mut child,
         |pid| crate::util::blocked_writing(pid, 1),
         "a write of its summary waiting",
         "it ended before its summary waited",
     );
-    // SAFETY: kill has no memory preconditions; the pid is our child's.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     // A liveness limit, not a measurement: it ends at once, or never (then killed).
     let ended = crate::util::ended_within_a_minute(&mut child);
     drop(read);
@@ -1067,21 +1037,7 @@ fn several_signals_together_are_each_named_in_the_stop_note() {
     let Some(photo) = photo() else { return };
     let dir = tempfile::tempdir().unwrap();
     let signals = [libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGTERM];
-    let mut child = hrx_trace(dir.path())
-        .args([
-            "record",
-            "--workload",
-            "pipeline",
-            "-o",
-            "many.hrxt",
-            "--input",
-        ])
-        .arg(&photo)
-        .args(["--frames", "1000000", "--max-width", "64"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = endless_pipeline(dir.path(), &photo, "many.hrxt");
     assert!(
         crate::util::signals_together_once_handled(&mut child, &signals),
         "it ended before it handled them all"
@@ -1271,4 +1227,21 @@ fn pipeline_annotations_and_host_threads_reach_stats_export_and_diff() {
         ),
         (Some(1), Some(1))
     );
+}
+
+/// `record --workload pipeline -o FILE` of 64-pixel-wide frames of `photo`, a million of
+/// them (a run that a signal ends, not its frames), its standard output and error piped.
+fn endless_pipeline(
+    dir: &Path,
+    photo: impl AsRef<std::ffi::OsStr>,
+    file: &str,
+) -> std::process::Child {
+    hrx_trace(dir)
+        .args(["record", "--workload", "pipeline", "-o", file, "--input"])
+        .arg(photo)
+        .args(["--frames", "1000000", "--max-width", "64"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
