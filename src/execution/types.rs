@@ -1,6 +1,11 @@
 //! The vocabulary of the execution stages: GPU lanes, the five queues, what a region lowers
 //! to, operation nodes, scoped-callback bindings, the description of a prepared region, and
 //! how a submission ended.
+//!
+//! [`GpuLane`] serializes (serde), each lane by its name, as the seed's (`shared/seed/graph.rs`)
+//! derives `serde::Serialize`: a lane is part of what a program reports of its pipeline (a JSON
+//! summary naming each copy's lane), so a program written against the seed must compile and
+//! print the same names here.
 
 use super::dependencies::Hazard;
 use crate::{Access, BufferView, Error, Result};
@@ -8,7 +13,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 /// Independent GPU scheduling lanes. Memory hazards apply across every lane.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum GpuLane {
     /// Host-to-device transfers.
     Upload,

@@ -4,12 +4,13 @@
 //! to the region's engine before it runs and checked for poison; poison is per buffer and
 //! names its cause; an NPU run is a region of its own over exactly its views' bytes, and its
 //! failures are classified as any native failure's; conflicts across submissions are exact
-//! byte ranges across lanes and views; a quarantined graph answers `DeviceLost` before `Busy`.
+//! byte ranges across lanes and views; a quarantined graph answers `DeviceLost` before `Busy`;
+//! a lane serializes by its name.
 
 use crate::common::gate;
 use hrx::{
-    Access, Engine, Error, GpuAccess, Placement, Queue, RegionKind, Runtime, RuntimeOptions,
-    kernels,
+    Access, Engine, Error, GpuAccess, GpuLane, Placement, Queue, RegionKind, Runtime,
+    RuntimeOptions, kernels,
 };
 use hrx_capture::schema::Record;
 use std::sync::mpsc;
@@ -526,4 +527,18 @@ fn an_npu_binding_in_another_memory_bank_is_unsupported() {
         "the message names the binding and its buffer: {said}"
     );
     assert!(graph.is_empty(), "nothing was added");
+}
+
+/// The seed's `GpuLane` derives `serde::Serialize` beside its comparisons: a lane is part of
+/// what a program reports (a JSON summary of its pipeline names each copy's lane), and the
+/// runtime's type must serialize as the seed's does, each lane by its name. It derived no
+/// `Serialize`, so a program serializing a lane did not compile.
+#[test]
+fn gpu_lanes_serialize_by_name() {
+    let lanes = [GpuLane::Upload, GpuLane::Compute, GpuLane::Download];
+    assert_eq!(
+        serde_json::to_string(&lanes).unwrap(),
+        r#"["Upload","Compute","Download"]"#
+    );
+    assert_eq!(GpuLane::default(), GpuLane::Compute);
 }
