@@ -347,3 +347,29 @@ fn hrx_backend_and_hrx_fault_are_read_from_the_environment() {
         "{bad_fault}"
     );
 }
+
+/// The seed counts a region's copied bytes only after its native work succeeded: a native
+/// graph (a fill and a device copy) whose fill failed counted none, on its lane or in all;
+/// run again (a kernel error quarantines nothing), it counts them.
+#[test]
+fn copied_bytes_count_only_regions_that_succeeded() {
+    let rt = with_fault("op=1:kernel-error");
+    let a = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let b = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(a.whole(), 7).unwrap();
+    graph.copy(b.whole(), a.whole()).unwrap();
+    let executable = graph.prepare().unwrap();
+    assert_eq!(executable.describe()[0].copy_bytes, 64);
+    assert!(executable.submit().unwrap().wait().is_err());
+    assert_eq!(
+        (rt.counters().copied_bytes, rt.counters().lane_copy_bytes),
+        (0, [0, 0, 0])
+    );
+    executable.submit().unwrap().wait().unwrap();
+    assert_eq!(
+        (rt.counters().copied_bytes, rt.counters().lane_copy_bytes),
+        (64, [0, 64, 0])
+    );
+    assert_eq!(b.to_vec().unwrap(), vec![7; 64]);
+}

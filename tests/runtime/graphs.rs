@@ -143,6 +143,11 @@ fn copies_pick_their_lane_from_placements() {
     assert_eq!(lane_of(&host, &device), Queue::GpuDownload);
     assert_eq!(lane_of(&device2, &device), Queue::GpuCompute);
     assert_eq!(lane_of(&host2, &host), Queue::GpuCompute);
+    // The seed's choice reads the host pointer, which an NPU buffer object has.
+    let npu = rt.buffer(64, Placement::NpuShared { group: 0 }).unwrap();
+    assert_eq!(lane_of(&device, &npu), Queue::GpuUpload);
+    assert_eq!(lane_of(&npu, &device), Queue::GpuDownload);
+    assert_eq!(lane_of(&npu, &host), Queue::GpuCompute);
     let mut graph = rt.graph();
     graph
         .copy_on(device.whole(), host.whole(), GpuLane::Download)
@@ -200,6 +205,114 @@ fn another_runtimes_buffers_and_kernels_are_refused() {
         graph.npu(&npu, &[a.whole(), b.whole()]),
         Err(Error::ForeignRuntime { what: "kernel" })
     ));
+}
+
+/// The seed's builder checks an operation's own arguments before the runtime identity of
+/// what it names: `gpu` runs the kernel's contract (binding count) before asking whose
+/// kernel it is, `copy_on` its equal, non-overlapping ranges before `push` asks whose
+/// buffers they are. A refused operation takes no node index.
+#[test]
+fn an_operations_own_checks_come_before_runtime_identity() {
+    let (rt, other) = (sim(), sim());
+    let local = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let foreign = other.buffer(64, Placement::GpuLocal).unwrap();
+    let foreign_kernel = other.kernel(&kernels::iota(16, 0, 1)).unwrap();
+    let mut graph = rt.graph();
+    let error = graph
+        .gpu(&foreign_kernel, &[local.whole(), local.whole()])
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::Binding(BindingError::Count { .. })),
+        "{error:?}"
+    );
+    let error = graph
+        .copy(local.view(0..8).unwrap(), foreign.view(0..9).unwrap())
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidCopy { .. }), "{error:?}");
+    let error = graph
+        .copy(local.view(0..8).unwrap(), foreign.view(0..8).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::ForeignRuntime { what: "buffer" }),
+        "{error:?}"
+    );
+    assert_eq!(graph.fill(local.whole(), 0).unwrap().index(), 0);
+}
+
+/// The seed's `gpu_scoped` checks no aliasing between a callback's bindings (its safety
+/// contract makes the callback answer for how it uses them), and its region's uses are
+/// their union: a later write waits on exactly the bytes the bindings cover together.
+#[test]
+fn a_scoped_callbacks_bindings_may_overlap_and_order_later_work_by_their_union() {
+    let rt = sim();
+    let buffer = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        graph
+            .gpu_scoped(
+                &[
+                    GpuAccess::new(buffer.view(0..32).unwrap(), Access::Write),
+                    GpuAccess::new(buffer.view(16..48).unwrap(), Access::ReadWrite),
+                ],
+                |views| {
+                    assert_eq!(views.len(), 2);
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    graph.fill(buffer.view(40..64).unwrap(), 1).unwrap();
+    let executable = graph.prepare().unwrap();
+    let regions = executable.describe();
+    let hazards: Vec<_> = regions[1]
+        .hazards
+        .iter()
+        .map(|h| (h.producer, h.kind, h.buffer, h.range.clone()))
+        .collect();
+    assert_eq!(
+        hazards,
+        vec![(0, HazardKind::WriteAfterWrite, buffer.id(), 40..48)]
+    );
+    executable.submit().unwrap().wait().unwrap();
+}
+
+/// A run of copies only is a copy batch on the lane's cached copy stream, on the Compute
+/// lane too (device-to-device copies), as in the seed: no native graph is built for it, and
+/// its bytes count on the Compute lane once it ran.
+#[test]
+fn a_run_of_device_copies_is_a_copy_batch_on_the_compute_lane() {
+    let rt = sim();
+    let a = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let b = rt.buffer(64, Placement::GpuLocal).unwrap();
+    a.write(0, &[3; 64]).unwrap();
+    let mut graph = rt.graph();
+    graph
+        .copy(b.view(0..32).unwrap(), a.view(0..32).unwrap())
+        .unwrap();
+    graph
+        .copy(b.view(32..64).unwrap(), a.view(32..64).unwrap())
+        .unwrap();
+    let executable = graph.prepare().unwrap();
+    let regions = executable.describe();
+    assert_eq!(
+        regions
+            .iter()
+            .map(|r| (r.queue, r.kind, r.nodes.clone(), r.copy_bytes))
+            .collect::<Vec<_>>(),
+        vec![(Queue::GpuCompute, RegionKind::CopyBatch, 0..2, 64)]
+    );
+    let counters = rt.counters();
+    assert_eq!(
+        (
+            counters.native_graphs_prepared,
+            counters.copy_streams_created
+        ),
+        (0, 1)
+    );
+    executable.submit().unwrap().wait().unwrap();
+    assert_eq!(rt.counters().lane_copy_bytes, [0, 64, 0]);
+    assert_eq!(b.to_vec().unwrap(), vec![3; 64]);
 }
 
 #[test]

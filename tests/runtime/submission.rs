@@ -305,6 +305,41 @@ fn dropping_the_runtime_with_work_in_flight_finishes_it() {
     assert!(buffer.to_vec().unwrap().iter().all(|&b| b == 5));
 }
 
+/// The seed's prepared graph holds its runtime and the scheduler each submission's prepared
+/// graph: work in flight runs to its end once every handle is dropped (the runtime's, the
+/// graph's, the completion's, a buffer's it writes first). A held host callback, then the
+/// copy its bytes feed, both run after every handle but the copy's destination went.
+#[test]
+fn work_in_flight_runs_to_its_end_when_every_handle_is_dropped() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let staging = rt.buffer(64, Placement::HostVisible).unwrap();
+    let out = rt.buffer(64, Placement::HostVisible).unwrap();
+    let (release, wait) = crate::common::gate(Duration::from_secs(20));
+    let mut graph = rt.graph();
+    graph
+        .host(
+            &[GpuAccess::new(staging.whole(), Access::Write)],
+            move |views| {
+                wait();
+                views.write(0)?.fill(9);
+                Ok(())
+            },
+        )
+        .unwrap();
+    graph.copy(out.whole(), staging.whole()).unwrap();
+    let completion = graph.prepare().unwrap().submit().unwrap();
+    drop((completion, staging, rt));
+    release.send(()).unwrap();
+    // `Busy` while the copy is in flight; anything else once the submission retired.
+    let bytes = loop {
+        match out.to_vec() {
+            Err(Error::Busy(_)) => std::thread::sleep(Duration::from_millis(1)),
+            other => break other.unwrap(),
+        }
+    };
+    assert_eq!(bytes, vec![9; 64]);
+}
+
 /// A submit right after `wait` of the previous submission in a one-slot graph never meets
 /// `Busy`: the slot is waited for while the worker that published the completion still
 /// drops its reference.
