@@ -600,15 +600,10 @@ const RANGES_KEPT: usize = 1024;
 struct Annotations {
     ranges: BTreeMap<AnnotationId, Sketch>,
     /// Per name: capture waits left out of its ranges (ns), the ranges that held any, and
-    /// the ranges that began among the waits let go of ([`Annotations::capture_within`]).
+    /// the ranges that began among the waits let go of ([`CaptureWaits::within`]).
     capture_in_ranges: BTreeMap<AnnotationId, (u64, u64, u64)>,
-    /// Per thread: its latest capture waits (recorder waits, capture fences), `(start, end)`,
-    /// oldest first, at most [`CAPTURE_WAITS_KEPT`]. A wait is recorded before the range
-    /// around it (ranges are recorded as they close, on the same thread, in order).
-    capture_waits: BTreeMap<u32, VecDeque<(u64, u64)>>,
-    /// Per thread: the waits let go of to keep that bound, as (first start, last end, total
-    /// ns): a range around all of them (one around a whole `main`) still leaves them out.
-    capture_evicted: BTreeMap<u32, (u64, u64, u64)>,
+    /// The threads' capture waits, to leave out of the ranges around them.
+    capture_waits: CaptureWaits,
     markers: BTreeMap<AnnotationId, u64>,
     /// Samples, min, max, (time, value) of the latest.
     counters: BTreeMap<AnnotationId, (u64, f64, f64, (u64, f64))>,
@@ -619,17 +614,39 @@ struct Annotations {
 /// its newest ones (waits are rare: a few per second on a loaded host).
 pub const CAPTURE_WAITS_KEPT: usize = 4096;
 
-impl Annotations {
+/// Each thread's capture waits (recorder waits, capture fences), read in file order, to
+/// leave out of the annotation ranges around them, as `stats` and `diff` do and the
+/// Parquet export's `annotations.capture_wait_ns` says.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CaptureWaits {
+    /// Per thread: its latest capture waits, `(start, end)`, oldest first, at most
+    /// [`CAPTURE_WAITS_KEPT`]. A wait is recorded before the range around it (ranges are
+    /// recorded as they close, on the same thread, in order).
+    kept: BTreeMap<u32, VecDeque<(u64, u64)>>,
+    /// Per thread: the waits let go of to keep that bound, as (first start, last end, total
+    /// ns): a range around all of them (one around a whole `main`) still leaves them out.
+    evicted: BTreeMap<u32, (u64, u64, u64)>,
+}
+
+impl CaptureWaits {
+    /// Takes note of `record` if it is a capture wait (a recorder wait, a capture fence).
+    pub(crate) fn record(&mut self, record: &Record) {
+        match record {
+            Record::HostSpan(h) if h.kind == HostSpanKind::CaptureFence => {
+                self.wait(h.thread, (h.start_ns, h.end_ns));
+            }
+            Record::RecorderWait(w) => self.wait(w.thread, (w.start_ns, w.end_ns)),
+            _ => {}
+        }
+    }
+
     /// A capture wait of `thread`, to leave out of the ranges around it.
-    fn capture_wait(&mut self, thread: u32, (start_ns, end_ns): (u64, u64)) {
-        let waits = self.capture_waits.entry(thread).or_default();
+    fn wait(&mut self, thread: u32, (start_ns, end_ns): (u64, u64)) {
+        let waits = self.kept.entry(thread).or_default();
         if waits.len() == CAPTURE_WAITS_KEPT
             && let Some((start, end)) = waits.pop_front()
         {
-            let evicted = self
-                .capture_evicted
-                .entry(thread)
-                .or_insert((start, end, 0));
+            let evicted = self.evicted.entry(thread).or_insert((start, end, 0));
             evicted.1 = end;
             evicted.2 += end - start;
         }
@@ -640,8 +657,8 @@ impl Annotations {
     /// may hold waits that cannot be told. Of the waits let go of (past
     /// [`CAPTURE_WAITS_KEPT`]), those of a range around all of them; a range that began
     /// among them is left those it can be told, the kept ones (and is counted, to be said).
-    fn capture_within(&self, thread: u32, (start_ns, end_ns): (u64, u64)) -> (u64, bool) {
-        let Some(waits) = self.capture_waits.get(&thread) else {
+    pub(crate) fn within(&self, thread: u32, (start_ns, end_ns): (u64, u64)) -> (u64, bool) {
+        let Some(waits) = self.kept.get(&thread) else {
             return (0, false);
         };
         let kept: u64 = waits
@@ -651,7 +668,7 @@ impl Annotations {
             .take_while(|&&(_, end)| end > start_ns)
             .map(|&(start, end)| end.min(end_ns).saturating_sub(start.max(start_ns)))
             .sum();
-        let (evicted, untold) = match self.capture_evicted.get(&thread) {
+        let (evicted, untold) = match self.evicted.get(&thread) {
             Some(&(first, last, total)) if start_ns <= first && last <= end_ns => (total, false),
             // Some of the waits let go of may lie inside the range.
             Some(&(first, last, _)) => (0, start_ns < last && first < end_ns),
@@ -662,7 +679,9 @@ impl Annotations {
             untold,
         )
     }
+}
 
+impl Annotations {
     fn thread(&mut self, thread: u32) -> &mut ThreadStats {
         self.threads.entry(thread).or_insert_with(|| ThreadStats {
             thread,
@@ -671,6 +690,7 @@ impl Annotations {
     }
 
     fn record(&mut self, record: &Record) {
+        self.capture_waits.record(record);
         match record {
             Record::HostSpan(h) => {
                 let ns = h.end_ns.saturating_sub(h.start_ns);
@@ -683,13 +703,9 @@ impl Annotations {
                 };
                 *count += 1;
                 *total = total.saturating_add(ns);
-                if h.kind == HostSpanKind::CaptureFence {
-                    self.capture_wait(h.thread, (h.start_ns, h.end_ns));
-                }
             }
-            Record::RecorderWait(w) => self.capture_wait(w.thread, (w.start_ns, w.end_ns)),
             Record::AnnotationRange(a) => {
-                let (capture, untold) = self.capture_within(a.thread, (a.start_ns, a.end_ns));
+                let (capture, untold) = self.capture_waits.within(a.thread, (a.start_ns, a.end_ns));
                 let ns = a.end_ns.saturating_sub(a.start_ns) - capture;
                 self.ranges.entry(a.name).or_default().add(ns);
                 if capture > 0 || untold {

@@ -33,7 +33,7 @@
 //! | `events` | event (as the timeline's `Events` and `Recorder` tracks), and what the trace's end shows: a region still running there (`running at end`, or `running now` in a trace a recorder still writes, at its start, `trace_end_ns` in its detail: the region a crash or a hang was in, which has no `regions` row), a region whose timing a lossy recording lost (`timing lost (records dropped)`), the signal that ended the process (`fatal signal`, runtime 0), a runtime's host-load sample at or past the host's CPUs (`host loaded`, runtime 0: host-side times include waits for a CPU) | runtime, time_ns, name, track (`events` or `recorder`), submission, region (null where none; a poison's are the failed region's), detail |
 //! | `threads` | `ThreadName` (format 1.14) | thread (its index in the session), os_tid (0 where unknown), name |
 //! | `host_spans` | `HostSpan` | thread, kind (`submit`, `wait`, `host callback`, `capture fence`), runtime, submission, region (a callback's or a fenced region's; null otherwise), start_ns, end_ns, duration_ns |
-//! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns |
+//! | `annotations` | `AnnotationRange`, `AnnotationMarker` | thread, name, kind (`range` or `marker`), start_ns, end_ns (a marker's: its time), duration_ns, capture_wait_ns (the thread's waits on the recorder and at capture fences inside the range, which `stats` leaves out of its time; a range that began past 4,096 earlier waits of its thread keeps those it cannot tell, as in `stats`; a marker's 0) |
 //! | `counters` | `CounterSample` | thread, name, time_ns, value (DOUBLE) |
 //! | `op_timings` | `OpTiming` | runtime, submission, prepared, region, graph, node, name (as `operations` names it), kind (`kernel`, `fill`, `copy`, `scoped`, `host`; `unknown` for an operation never recorded), start_ns, end_ns (host clock), duration_ns (device span where recorded, else host: what `stats` counts), device_ns (null where not recorded) |
 //!
@@ -46,8 +46,8 @@
 //!
 //! The host threads' tables join `threads` on (`session_id`, `thread`); `host_spans` joins
 //! `submissions` on (`session_id`, `runtime`, `submission`). A range's time per name, as
-//! `stats` gives it: `SELECT name, count(*), sum(duration_ns) FROM annotations WHERE kind =
-//! 'range' GROUP BY name`.
+//! `stats` gives it (the recorder's waits left out): `SELECT name, count(*),
+//! sum(duration_ns - capture_wait_ns) FROM annotations WHERE kind = 'range' GROUP BY name`.
 //!
 //! `stats`' per-kernel figures are `SELECT label, count(*), sum(duration_ns), avg(duration_ns)
 //! FROM regions WHERE category = 'kernel' GROUP BY label`, less the runs `events` lists as
@@ -64,6 +64,7 @@ use super::origin::{ClockDomain, Origin, TraceSession};
 use super::{Arg, ExportCounts, ExportError, Exported, instant};
 use crate::index::{Index, is_copy_region, label_region, queue_name};
 use crate::scan::{JoinedSpan, RunningRegion, Visitor, scan_reader_threaded};
+use crate::stats::CaptureWaits;
 use hrx_capture::TraceReader;
 use hrx_capture::schema::{NodeIndex, Record, RegionKind};
 use parquet::basic::Compression;
@@ -224,6 +225,7 @@ pub const TABLES: [(&str, &[Column]); 14] = [
             i("start_ns"),
             i("end_ns"),
             i("duration_ns"),
+            i("capture_wait_ns"),
         ],
     ),
     (
@@ -513,6 +515,7 @@ pub fn write_parquet<R: Read + Send>(
             first_ns: None,
             counts: ExportCounts::default(),
             error: None,
+            capture_waits: CaptureWaits::default(),
         };
         let live = reader.is_being_recorded();
         let summary = scan_reader_threaded(reader, &mut pass)?;
@@ -585,6 +588,8 @@ struct Rows<'t> {
     counts: ExportCounts,
     /// The first write error; nothing is written after it.
     error: Option<ExportError>,
+    /// The threads' capture waits, each range's taken out of it in `capture_wait_ns`.
+    capture_waits: CaptureWaits,
 }
 
 impl Rows<'_> {
@@ -705,6 +710,7 @@ impl Visitor for Rows<'_> {
         }
         use Value::{Int, Text};
         let time = |origin: &mut Origin, t: u64| Int(origin.time(t));
+        self.capture_waits.record(record);
         match record {
             Record::SessionStart(s) => {
                 self.origin = Origin::new(s, ClockDomain::Monotonic);
@@ -831,6 +837,7 @@ impl Visitor for Rows<'_> {
             Record::AnnotationRange(a) => {
                 let (start, end) = (a.start_ns, a.end_ns.max(a.start_ns));
                 let name = index.annotation_name(a.name);
+                let (waited, _) = self.capture_waits.within(a.thread, (start, end));
                 let row = [
                     Int(a.thread.into()),
                     Text(&name),
@@ -838,6 +845,7 @@ impl Visitor for Rows<'_> {
                     time(&mut self.origin, start),
                     time(&mut self.origin, end),
                     Int(end - start),
+                    Int(waited),
                 ];
                 self.counts.thread_slices += 1;
                 self.row(ANNOTATIONS, &row);
@@ -851,6 +859,7 @@ impl Visitor for Rows<'_> {
                     Text("marker"),
                     Int(at),
                     Int(at),
+                    Int(0),
                     Int(0),
                 ];
                 self.counts.markers += 1;

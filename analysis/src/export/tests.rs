@@ -1839,6 +1839,107 @@ fn parquet_rows(dir: &std::path::Path, table: &str) -> Vec<Vec<Option<String>>> 
         .collect()
 }
 
+/// A range's time in the Parquet `annotations` table can be taken as `stats` takes it: each
+/// range row has `capture_wait_ns`, the waits of its thread on the recorder and at capture
+/// fences inside it, which `stats` and `diff` leave out of its time, so `sum(duration_ns -
+/// capture_wait_ns)` per name is `stats`' total (the module's query summed `duration_ns`:
+/// 489 ms of `write frame` where `stats` said 73.2 ms, the rest recorder waits; break-it
+/// pass, session 53). Another thread's wait, and a wait before the range, count for none.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_annotations_hold_the_capture_waits_stats_leaves_out() {
+    use hrx_capture::schema::{
+        AnnotationId, AnnotationName, AnnotationRange, HostSpan, HostSpanKind, RecorderWait,
+    };
+    let base = 5_000_000_000_000;
+    let mut records = annotated_process(4242, base, 1_700_000_000);
+    let wait = |thread, start_ns, end_ns| {
+        Record::RecorderWait(RecorderWait {
+            thread,
+            thread_name: String::new(),
+            start_ns,
+            end_ns,
+            runtime: None,
+            submission: None,
+            region: None,
+        })
+    };
+    let range = |start_ns, end_ns| {
+        Record::AnnotationRange(AnnotationRange {
+            thread: 0,
+            name: AnnotationId(50),
+            start_ns,
+            end_ns,
+        })
+    };
+    records.extend([
+        Record::AnnotationName(AnnotationName {
+            name: AnnotationId(50),
+            text: "write frame".into(),
+        }),
+        wait(0, 30_000_000, 30_000_500),
+        wait(0, 30_002_000, 30_002_400),
+        Record::HostSpan(HostSpan {
+            thread: 0,
+            kind: HostSpanKind::CaptureFence,
+            runtime: RuntimeId(1),
+            submission: SubmissionIndex(1),
+            region: None,
+            start_ns: 30_002_500,
+            end_ns: 30_002_600,
+        }),
+        wait(1, 30_002_000, 30_002_900),
+        range(30_001_000, 30_003_000),
+        range(30_004_000, 30_005_000),
+    ]);
+    let (stats, _) = crate::stats::stats_of(&records);
+    let write = stats
+        .annotations
+        .iter()
+        .find(|a| a.name == "write frame")
+        .unwrap();
+    assert_eq!((write.count, write.total_ns), (2, 1_500 + 1_000));
+
+    let mut writer = hrx_capture::TraceWriter::new(Vec::new()).unwrap();
+    for r in &records {
+        writer.write(r).unwrap();
+    }
+    let bytes = writer.finish().unwrap().0;
+    let dir = tempfile::tempdir().unwrap();
+    let reader = TraceReader::new(&bytes[..]).unwrap();
+    let session = read_session(TraceReader::new(&bytes[..]).unwrap());
+    super::parquet::write_parquet(vec![(reader, session)], dir.path()).unwrap();
+    // Columns: session_id, thread, name, kind, start_ns, end_ns, duration_ns,
+    // capture_wait_ns.
+    let rows = parquet_rows(dir.path(), "annotations");
+    let number = |v: &Option<String>| v.as_deref().unwrap().parse::<u64>().unwrap();
+    let writes: Vec<(u64, u64)> = rows
+        .iter()
+        .filter(|r| r[2].as_deref() == Some("write frame"))
+        .map(|r| (number(&r[6]), number(&r[7])))
+        .collect();
+    assert_eq!(writes, [(2_000, 500), (1_000, 0)]);
+    // Every range name's figure, as the module's query takes it, is `stats`'.
+    let mut by_name: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r[3].as_deref() == Some("range")) {
+        let entry = by_name.entry(r[2].clone().unwrap()).or_default();
+        entry.0 += 1;
+        entry.1 += number(&r[6]) - number(&r[7]);
+    }
+    let want: BTreeMap<String, (u64, u64)> = stats
+        .annotations
+        .iter()
+        .map(|a| (a.name.clone(), (a.count, a.total_ns)))
+        .collect();
+    assert_eq!(by_name, want);
+    // A marker waits for nothing.
+    assert!(
+        rows.iter()
+            .filter(|r| r[3].as_deref() == Some("marker"))
+            .all(|r| r[7].as_deref() == Some("0"))
+    );
+}
+
 /// What the other formats show at a trace's end is in the Parquet `events` table too: the
 /// region a crash was in (`running at end`, from its start, the trace's end beside it), the
 /// signal, a region whose timing was lost, and a poison with the submission and region

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The application's ranges in `hrx-trace export --format parquet` tables (format 1.14),
 computed with DuckDB as `hrx-trace stats --json` lists them: per range name, its count and
-total duration in ns, and the threads it ran on (joined to `threads` by session and thread).
+total duration in ns (less the waits on the recorder inside each range, which `stats` leaves
+out: `capture_wait_ns`), and the threads it ran on (joined to `threads` by session and thread).
 Prints one JSON object {"ranges": {name: {"count", "total_ns", "threads": [names]}},
 "markers": {name: count}, "counters": {name: samples}}.
 
@@ -24,7 +25,7 @@ except ImportError as error:  # the test skips (or fails in CI) on exit 3
 RANGES = """
 SELECT a.name,
        count(*)                              AS count,
-       sum(a.duration_ns)                    AS total_ns,
+       sum(a.duration_ns - a.capture_wait_ns) AS total_ns,
        list(DISTINCT t.name ORDER BY t.name) AS threads
 FROM read_parquet('{dir}/annotations.parquet') AS a
 JOIN read_parquet('{dir}/threads.parquet') AS t USING (session_id, thread)
