@@ -760,8 +760,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         };
         writeln!(
             out,
-            "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
-            k["name"].as_str().unwrap_or(""),
+            "{} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+            crate::output::padded(k["name"].as_str().unwrap_or(""), 28),
             runs,
             ns(&k["base"]["p50_ns"]),
             ns(&k["new"]["p50_ns"]),
@@ -794,8 +794,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
             };
             writeln!(
                 out,
-                "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
-                a["name"].as_str().unwrap_or(""),
+                "{} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+                crate::output::padded(a["name"].as_str().unwrap_or(""), 28),
                 runs,
                 ns(&a["base"]["p50_ns"]),
                 ns(&a["new"]["p50_ns"]),
@@ -1062,7 +1062,8 @@ fn write_region_times(out: &mut impl Write, g: &Value) -> io::Result<()> {
         let ratio = t["ratio"].as_f64().map_or_else(|| "-".to_owned(), ratio);
         writeln!(
             out,
-            "{name:<28} {:>11} {:>11} {ratio:>9}",
+            "{} {:>11} {:>11} {ratio:>9}",
+            crate::output::padded(&name, 28),
             ns(&t["base_p50_ns"]),
             ns(&t["new_p50_ns"]),
         )?;
@@ -1134,7 +1135,8 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
         let mark = not_judged_mark(r, t, "runs");
         writeln!(
             out,
-            "{name:<28} {runs:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+            "{} {runs:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+            crate::output::padded(&name, 28),
             ns(&t["base"]["p50_ns"]),
             ns(&t["new"]["p50_ns"]),
             ns(&t["base"]["p99_ns"]),
@@ -1197,6 +1199,38 @@ mod tests {
             too_few_mark(&row(serde_json::json!([1.5, 40.0]), false)),
             ""
         );
+    }
+
+    /// A range named in wide characters (two terminal columns each) keeps the columns after
+    /// it in line with an ASCII name's, as `stats`' tables do (padded by characters, its
+    /// figures stood 8 columns right: break-it pass, session 53).
+    #[test]
+    fn wide_names_keep_the_columns_aligned() {
+        let side = || {
+            annotation_json(&hrx_analysis::AnnotationStats {
+                name: "x".into(),
+                count: 3,
+                ..Default::default()
+            })
+        };
+        let row = |name: &str| serde_json::json!({"name": name, "status": "matched", "base": side(), "new": side()});
+        let report = serde_json::json!({
+            "annotations": [row("decode"), row("日本語の長い名前"), row("😀 emoji")],
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let runs_end = |name: &str| {
+            let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+            let rest = line[name.len()..].trim_start();
+            let runs = rest.split(' ').next().unwrap();
+            unicode_width::UnicodeWidthStr::width(&line[..line.len() - rest.len() + runs.len()])
+        };
+        let ends: Vec<usize> = ["decode", "日本語の長い名前", "😀 emoji"]
+            .iter()
+            .map(|n| runs_end(n))
+            .collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{ends:?} in\n{text}");
     }
 
     /// Ranges that began among more capture waits than are kept are counted in the JSON and

@@ -851,8 +851,8 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
             };
             writeln!(
                 out,
-                "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}{failed}",
-                k["name"].as_str().unwrap_or(""),
+                "{} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}{failed}",
+                crate::output::padded(k["name"].as_str().unwrap_or(""), 28),
                 u(&k["count"]),
                 time("total_ns"),
                 time("mean_ns"),
@@ -969,8 +969,8 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
         for a in &ranges {
             writeln!(
                 out,
-                "{:<28} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
-                a["name"].as_str().unwrap_or(""),
+                "{} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                crate::output::padded(a["name"].as_str().unwrap_or(""), 28),
                 u(&a["count"]),
                 duration(u(&a["total_ns"])),
                 duration(u(&a["mean_ns"])),
@@ -1014,7 +1014,12 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
         writeln!(out, "\n{:<28} {:>7}", "marker", "count")?;
         for m in &markers {
             let name = m["name"].as_str().unwrap_or("");
-            writeln!(out, "{name:<28} {:>7}", u(&m["count"]))?;
+            writeln!(
+                out,
+                "{} {:>7}",
+                crate::output::padded(name, 28),
+                u(&m["count"])
+            )?;
         }
     }
     let counters = rows("counters");
@@ -1038,8 +1043,8 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
         for c in &counters {
             writeln!(
                 out,
-                "{:<28} {:>7} {:>11} {:>11} {:>11}",
-                c["name"].as_str().unwrap_or(""),
+                "{} {:>7} {:>11} {:>11} {:>11}",
+                crate::output::padded(c["name"].as_str().unwrap_or(""), 28),
                 u(&c["samples"]),
                 value(&c["min"]),
                 value(&c["max"]),
@@ -1069,8 +1074,8 @@ fn write_annotations(out: &mut dyn Write, r: &Value) -> io::Result<()> {
         for t in &threads {
             writeln!(
                 out,
-                "{:<20} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7} {:>7} {:>11}",
-                t["name"].as_str().unwrap_or(""),
+                "{} {:>8} {:>11} {:>7} {:>11} {:>9} {:>11} {:>7} {:>7} {:>11}",
+                crate::output::padded(t["name"].as_str().unwrap_or(""), 20),
                 u(&t["submits"]),
                 duration(u(&t["submit_ns"])),
                 u(&t["waits"]),
@@ -1183,6 +1188,51 @@ mod tests {
             "{said}"
         );
         assert!(!text(0).contains("began among"));
+    }
+
+    /// A name of wide characters (CJK, emoji: two terminal columns each) is padded to its
+    /// width on screen, so the columns after it line up with an ASCII name's: padded by
+    /// characters, `日本語の長い名前` (8 characters, 16 columns) pushed its row's figures 8
+    /// columns right (break-it pass, session 53).
+    #[test]
+    fn wide_names_keep_the_columns_aligned() {
+        let row = |name: &str| {
+            serde_json::json!({"name": name, "count": 1, "total_ns": 1000, "mean_ns": 1000,
+                               "p50_ns": 1000, "p99_ns": 1000, "max_ns": 1000})
+        };
+        let report = serde_json::json!({
+            "file": "t.hrxt", "span_ns": 1000,
+            "annotations": [row("decode"), row("日本語の長い名前"), row("😀 emoji")],
+            "markers": [{"name": "decode", "count": 1}, {"name": "日本語の長い名前", "count": 1}],
+            "counters": [{"name": "decode", "samples": 1, "min": 1, "max": 1, "last": 1},
+                         {"name": "😀 emoji", "samples": 1, "min": 1, "max": 1, "last": 1}],
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // The column (in terminal cells) where each row's first figure ends.
+        let width = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+        let count_end = |name: &str, table: &str| {
+            let line = text
+                .split("\n\n")
+                .find(|t| t.starts_with(table))
+                .and_then(|t| t.lines().find(|l| l.starts_with(name)))
+                .unwrap_or_else(|| panic!("{name} in {text}"));
+            let figure = line[name.len()..].trim_start();
+            let first = figure.split(' ').next().unwrap();
+            width(&line[..line.len() - figure.len()]) + width(first)
+        };
+        for (table, names) in [
+            (
+                "annotation",
+                &["decode", "日本語の長い名前", "😀 emoji"][..],
+            ),
+            ("marker", &["decode", "日本語の長い名前"][..]),
+            ("counter", &["decode", "😀 emoji"][..]),
+        ] {
+            let ends: Vec<usize> = names.iter().map(|n| count_end(n, table)).collect();
+            assert!(ends.iter().all(|&e| e == ends[0]), "{ends:?} in\n{text}");
+        }
     }
 
     /// A counter's value that JSON cannot hold (infinite, NaN: null there) reads `-` with a

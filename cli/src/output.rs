@@ -220,6 +220,14 @@ pub fn bar_style(template: &str) -> indicatif::ProgressStyle {
         .progress_chars("=> ")
 }
 
+/// `text` padded with spaces to `width` terminal columns, for a name column of a text
+/// table (`{:<width}` pads characters: a wide character, CJK or an emoji, takes two
+/// columns and pushed the row's figures right); a longer one as it is.
+pub fn padded(text: &str, width: usize) -> String {
+    let columns = unicode_width::UnicodeWidthStr::width(text);
+    format!("{text}{}", " ".repeat(width.saturating_sub(columns)))
+}
+
 /// A copy of `report` whose strings show their control characters escaped (`\u{1b}`,
 /// `\n`), and the other characters messages escape in a path ([`hrx_capture::needs_escape`]:
 /// line separators, bidirectional overrides), for text output: names come from the traced program (its annotations, threads,
