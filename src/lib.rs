@@ -33,6 +33,7 @@ mod error;
 pub mod execution;
 pub mod fault;
 pub mod gpu;
+mod huge_pages;
 pub mod kernels;
 pub mod npu;
 mod nvtx;

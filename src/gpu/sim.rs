@@ -15,6 +15,7 @@ use super::{
     View, foreign_object,
 };
 use crate::fault::FaultInjector;
+use crate::huge_pages::HugeRegion;
 use crate::kernels::{HostBinding, HostKernelFn, HostLaunch, KernelSpec};
 use crate::{Error, Result};
 use std::alloc::Layout;
@@ -100,6 +101,9 @@ impl SimDevice {
 
 struct SimAllocation {
     pointer: *mut u8,
+    /// What `pointer` lies in when the allocation is on huge pages ([`HugeRegion`]); else
+    /// `pointer` came from the global allocator with `layout`.
+    huge: Option<HugeRegion>,
     layout: Layout,
     len: usize,
     address: u64,
@@ -122,8 +126,10 @@ impl Drop for SimAllocation {
         {
             IN_USE.fetch_sub(self.layout.size() as u64, Ordering::Relaxed);
         }
-        // SAFETY: allocated in `allocate` with this layout.
-        unsafe { std::alloc::dealloc(self.pointer, self.layout) }
+        if self.huge.is_none() {
+            // SAFETY: allocated in `allocate` with this layout.
+            unsafe { std::alloc::dealloc(self.pointer, self.layout) }
+        }
     }
 }
 
@@ -225,9 +231,17 @@ impl NativeDevice for SimDevice {
                 ));
             }
         }
-        // SAFETY: layout has a non-zero size. Zeroed, as cudaMalloc'd memory is not
-        // guaranteed to be but deterministic contents make runs comparable.
-        let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
+        // A large buffer (device memory too: the software device's is host memory) on huge
+        // pages, whose layout in physical memory is the same from process to process
+        // (`crate::huge_pages`).
+        let huge = HugeRegion::new(rounded);
+        let pointer = match &huge {
+            // Zeroed, as below.
+            Some(region) => region.as_ptr(),
+            // SAFETY: layout has a non-zero size. Zeroed, as cudaMalloc'd memory is not
+            // guaranteed to be but deterministic contents make runs comparable.
+            None => unsafe { std::alloc::alloc_zeroed(layout) },
+        };
         if pointer.is_null() {
             if limit.is_some() {
                 IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
@@ -242,6 +256,7 @@ impl NativeDevice for SimDevice {
             .fetch_add(rounded as u64, Ordering::Relaxed);
         Ok(Allocation::new(Arc::new(SimAllocation {
             pointer,
+            huge,
             layout,
             len,
             address,

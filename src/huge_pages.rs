@@ -1,0 +1,193 @@
+//! Large host allocations on transparent huge pages (2 MiB), so that where a buffer lands in
+//! physical memory no longer changes how fast host-memory-bound work on it runs from one
+//! process to the next.
+//!
+//! Why (BENCHMARKS.md, "Replay as a gate", session 53): with 4 KiB pages, the medians of
+//! the pipeline's host-memory-bound regions moved with the process, not with the work:
+//! captures of one build seconds apart ran the software NPU's threshold 50-99 µs on this
+//! project's 2-CPU build VM and 97-160 µs on an H100 host (session 51), and the software
+//! device's copies alike; a replay can only be as close to its capture as two captures are
+//! to each other (issue 22 point 5). Backed by 2 MiB pages, the same buffers ran 48-62 µs.
+//! A buffer of 512 pages or more is what a 4 KiB page's TLB entries stop covering, and its
+//! pages are what the kernel scatters.
+//!
+//! So host memory of at least [`MIN_BYTES`] that hrx allocates itself (the software device's
+//! buffers; pinned host-visible and NPU-shared buffers on CUDA, registered with the driver
+//! by `cuMemHostRegister` instead of allocated by `cuMemHostAlloc`) is an anonymous mapping
+//! of whole 2 MiB pages starting on a 2 MiB boundary, advised `MADV_HUGEPAGE` before its
+//! first touch: the kernel then backs it with huge pages where it has them (the advice is
+//! what a system whose `transparent_hugepage/enabled` is `madvise`, Debian's and Ubuntu's
+//! default, asks for; with `never` the mapping is plain pages, as before). The cost is
+//! memory: a length is rounded up to whole 2 MiB pages, so a 512 KiB buffer takes 2 MiB,
+//! and its pages are faulted in when it is made (so that no region pays a huge page's fault),
+//! which is why buffers over [`MAX_BYTES`] stay as they were. `HRX_HUGE_PAGES=0` turns this
+//! off (every allocation as before).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Bytes of a huge page (x86-64's and aarch64's 4 KiB-granule PMD size).
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
+/// The smallest allocation put on huge pages: smaller ones would waste more than three
+/// quarters of their page.
+pub(crate) const MIN_BYTES: usize = 512 << 10;
+/// The largest allocation put on huge pages: their pages are faulted in when they are made
+/// (below), which a larger buffer that a program never fills would pay in memory it never
+/// used (the software device's buffers were, and larger ones still are, faulted in at their
+/// first touch). CUDA pins a host-visible buffer's every page either way.
+pub(crate) const MAX_BYTES: usize = 256 << 20;
+/// The variable that turns huge pages off (`0`).
+pub const HUGE_PAGES_ENV: &str = "HRX_HUGE_PAGES";
+
+/// Whether [`HUGE_PAGES_ENV`] leaves huge pages on: read once, without a lock (a child
+/// forked while another thread reads it finds a value or reads it again).
+fn enabled() -> bool {
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    match STATE.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let on = std::env::var_os(HUGE_PAGES_ENV).is_none_or(|v| v != "0");
+            STATE.store(if on { 1 } else { 2 }, Ordering::Relaxed);
+            on
+        }
+    }
+}
+
+/// Zero-filled host memory of whole huge pages, advised `MADV_HUGEPAGE` and faulted in,
+/// unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct HugeRegion {
+    /// What `mmap` returned (a huge page more than `len`, to align `start`).
+    map: *mut u8,
+    mapped: usize,
+    /// The first 2 MiB boundary in the mapping.
+    start: *mut u8,
+    /// `len` rounded up to whole huge pages.
+    len: usize,
+}
+
+// SAFETY: plain anonymous memory owned by this value; access is ordered by its owner.
+unsafe impl Send for HugeRegion {}
+// SAFETY: as above.
+unsafe impl Sync for HugeRegion {}
+
+impl HugeRegion {
+    /// `len` bytes (rounded up to whole huge pages) of zeroed memory on a 2 MiB boundary, its
+    /// pages faulted in (huge ones where the kernel has them), or `None` where `len` is
+    /// under [`MIN_BYTES`] or over [`MAX_BYTES`], [`HUGE_PAGES_ENV`] is `0` or the mapping
+    /// fails (the caller allocates as it did before).
+    pub(crate) fn new(len: usize) -> Option<Self> {
+        if !(MIN_BYTES..=MAX_BYTES).contains(&len) || !enabled() {
+            return None;
+        }
+        let len = len.checked_next_multiple_of(HUGE_PAGE)?;
+        let mapped = len.checked_add(HUGE_PAGE)?;
+        // SAFETY: a new private anonymous mapping; no existing memory is touched.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        let map = map.cast::<u8>();
+        let start = map.wrapping_add(map.align_offset(HUGE_PAGE));
+        // Advice only: where the kernel has no transparent huge pages it fails, and the
+        // mapping is ordinary pages.
+        // SAFETY: `start..start + len` lies in the mapping (`align_offset < HUGE_PAGE`).
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::madvise(start.cast(), len, libc::MADV_HUGEPAGE);
+        }
+        // Every page faulted in now, not at its first use: a huge page's fault zeroes 2 MiB
+        // and may wait for the kernel to compact memory (`defrag` asks it to for advised
+        // mappings), which in the first region to write the buffer made copies of a few
+        // hundred microseconds take milliseconds. Buffer creation is not in any recorded
+        // time.
+        for offset in (0..len).step_by(4096) {
+            // SAFETY: in the mapping; writes the zero the page holds.
+            unsafe { start.add(offset).write_volatile(0) };
+        }
+        Some(Self {
+            map,
+            mapped,
+            start,
+            len,
+        })
+    }
+
+    /// The first byte, on a 2 MiB boundary.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.start
+    }
+
+    /// Bytes usable from [`Self::as_ptr`]: the length asked for rounded up to huge pages.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for HugeRegion {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.map.cast(), self.mapped) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `VmFlags` of the mapping holding `address` (`/proc/self/smaps`).
+    fn vm_flags(address: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((from, to)) = range.split_once('-')
+                && let (Ok(from), Ok(to)) = (
+                    usize::from_str_radix(from, 16),
+                    usize::from_str_radix(to, 16),
+                )
+            {
+                inside = (from..to).contains(&address);
+            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.trim().to_string());
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_large_region_is_whole_huge_pages_on_a_boundary_advised_and_zeroed() {
+        let region = HugeRegion::new(921_600).expect("a 900 KiB region");
+        assert_eq!(region.as_ptr() as usize % HUGE_PAGE, 0);
+        assert_eq!(region.len(), HUGE_PAGE);
+        // SAFETY: the region's bytes, owned here.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), region.len()) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        bytes.fill(7);
+        // Where the kernel has transparent huge pages, the advice is on the mapping (`hg`).
+        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            let flags = vm_flags(region.as_ptr() as usize).expect("the region's mapping");
+            assert!(flags.split(' ').any(|f| f == "hg"), "VmFlags: {flags}");
+        }
+        assert_eq!(
+            HugeRegion::new(HUGE_PAGE + 1).map(|r| r.len()),
+            Some(2 * HUGE_PAGE)
+        );
+    }
+
+    #[test]
+    fn small_and_very_large_regions_stay_where_they_were() {
+        assert!(HugeRegion::new(MIN_BYTES - 1).is_none());
+        assert!(HugeRegion::new(0).is_none());
+        assert!(HugeRegion::new(MAX_BYTES + 1).is_none());
+    }
+}
