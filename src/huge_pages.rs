@@ -4,12 +4,13 @@
 //!
 //! Why (BENCHMARKS.md, "Replay as a gate", session 53): with 4 KiB pages, the medians of
 //! the pipeline's host-memory-bound regions moved with the process, not with the work:
-//! captures of one build seconds apart ran the software NPU's threshold 50-99 µs on this
-//! project's 2-CPU build VM and 97-160 µs on an H100 host (session 51), and the software
+//! eight captures of one build seconds apart ran the software NPU's threshold 47-94 µs on
+//! this project's 2-CPU build VM (97-160 µs on an H100 host in session 51), and the software
 //! device's copies alike; a replay can only be as close to its capture as two captures are
-//! to each other (issue 22 point 5). Backed by 2 MiB pages, the same buffers ran 48-62 µs.
-//! A buffer of 512 pages or more is what a 4 KiB page's TLB entries stop covering, and its
-//! pages are what the kernel scatters.
+//! to each other (issue 22 point 5). Backed by 2 MiB pages, the same eight ran it 42.5-55.4
+//! µs (six of them 42.5-45.6), and their copies about 1.8x faster. What of a 4 KiB page's
+//! placement does it (the TLB's reach, the cache sets of scattered physical pages) was not
+//! measured apart.
 //!
 //! So host memory of at least [`MIN_BYTES`] that hrx allocates itself (the software device's
 //! buffers; pinned host-visible and NPU-shared buffers on CUDA, registered with the driver

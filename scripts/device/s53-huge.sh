@@ -23,6 +23,15 @@ part_pipe() {
     rm -rf $t
   done
 }
+part_tests() {
+  # The CUDA tests with huge pages (the default): conformance on sim and CUDA, execution,
+  # hardware (`conformance` and `hrx-lib`: `cargo test --release -p hrx --lib --test tests
+  # --no-run`, stripped).
+  . scripts/device/s32-common.sh
+  cuda_tests
+  grep -E "FAILED|panicked" $OUT/*.txt | head -20
+  echo "tests done at ${SECONDS}s"
+}
 part_captures() {
 cd "$OUT"
 for r in $(seq 1 ${ROUNDS:-4}); do
@@ -34,7 +43,7 @@ for r in $(seq 1 ${ROUNDS:-4}); do
     wait $pid
     HRX_HUGE_PAGES=$mode timeout 60 $d/hrx-trace replay c.hrxt --backend cuda --pace captured --report json > r.json 2> r.err
     python3 $sd/region-kinds.py --medians r.json "r$r huge=$mode" | tr -d '\n'
-    echo "  ($huge)"
+    echo "  ($huge; replay $(python3 -c "import json; print(json.load(open('r.json')).get('verdict'))" 2>&1 | tail -1))"
     grep -h "error" rec.err r.err | head -2
   done
 done
@@ -42,5 +51,5 @@ rm -f r.json r.err rec.err *.hrxt
 cd - > /dev/null
 echo "captures done at ${SECONDS}s"
 }
-for p in ${PARTS:-captures pipe}; do part_$p; done
+for p in ${PARTS:-captures tests pipe}; do part_$p; done
 echo "done at ${SECONDS}s"
