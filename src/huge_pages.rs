@@ -39,15 +39,37 @@ pub(crate) const MAX_BYTES: usize = 256 << 20;
 /// The variable that turns huge pages off (`0`).
 pub const HUGE_PAGES_ENV: &str = "HRX_HUGE_PAGES";
 
+/// What [`HUGE_PAGES_ENV`] asks: `Ok(true)` (huge pages) when it is unset, empty or `1`,
+/// `Ok(false)` for `0`.
+///
+/// # Errors
+/// Anything else, the line naming the variable: read by the runtime's options (as the other
+/// `HRX_` switches are), where `off` or `false` left huge pages on without a word.
+pub(crate) fn setting() -> Result<bool, String> {
+    parse_setting(std::env::var_os(HUGE_PAGES_ENV).as_deref())
+}
+
+/// [`setting`] of the variable's value (`None`: unset).
+fn parse_setting(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
+    match value {
+        None => Ok(true),
+        Some(text) if text.is_empty() || text == "1" => Ok(true),
+        Some(text) if text == "0" => Ok(false),
+        Some(text) => Err(format!("{HUGE_PAGES_ENV}: expected 0 or 1, got {text:?}")),
+    }
+}
+
 /// Whether [`HUGE_PAGES_ENV`] leaves huge pages on: read once, without a lock (a child
-/// forked while another thread reads it finds a value or reads it again).
+/// forked while another thread reads it finds a value or reads it again). A value that is
+/// not a switch leaves them on, as unset does; a runtime reading the environment refuses it
+/// before its first allocation.
 fn enabled() -> bool {
     static STATE: AtomicU8 = AtomicU8::new(0);
     match STATE.load(Ordering::Relaxed) {
         1 => true,
         2 => false,
         _ => {
-            let on = std::env::var_os(HUGE_PAGES_ENV).is_none_or(|v| v != "0");
+            let on = setting().unwrap_or(true);
             STATE.store(if on { 1 } else { 2 }, Ordering::Relaxed);
             on
         }
@@ -183,6 +205,23 @@ mod tests {
             HugeRegion::new(HUGE_PAGE + 1).map(|r| r.len()),
             Some(2 * HUGE_PAGE)
         );
+    }
+
+    /// `HRX_HUGE_PAGES` takes 0 or 1 (empty: unset), as the other `HRX_` switches do: `off`
+    /// left huge pages on without a word (session 53's break-it pass).
+    #[test]
+    fn the_switch_takes_0_or_1_and_names_anything_else() {
+        use std::ffi::OsStr;
+        assert_eq!(parse_setting(None), Ok(true));
+        assert_eq!(parse_setting(Some(OsStr::new(""))), Ok(true));
+        assert_eq!(parse_setting(Some(OsStr::new("1"))), Ok(true));
+        assert_eq!(parse_setting(Some(OsStr::new("0"))), Ok(false));
+        for bad in ["off", "false", "no", " 0", "00", "2"] {
+            assert_eq!(
+                parse_setting(Some(OsStr::new(bad))),
+                Err(format!("HRX_HUGE_PAGES: expected 0 or 1, got {bad:?}")),
+            );
+        }
     }
 
     #[test]

@@ -287,6 +287,8 @@ impl RuntimeOptions {
         }
         // Read at the software device's first allocation, where it would fail every one.
         crate::gpu::sim::memory_limit().map_err(|why| Error::Message(why.to_owned()))?;
+        // Read at the first large allocation, where `off` would leave huge pages on.
+        crate::huge_pages::setting().map_err(Error::Message)?;
         // Read by the clock at its first use, where a typo would fall back silently.
         hrx_capture::clock::ClockChoice::from_env().map_err(|text| {
             Error::Message(format!(

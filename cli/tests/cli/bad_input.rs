@@ -921,6 +921,32 @@ fn hrx_trace_contents_is_validated() {
     }
 }
 
+/// `HRX_HUGE_PAGES` takes 0 or 1 (empty: unset) as well: `off` left large buffers on huge
+/// pages without a word, where a user meant to turn them off (session 53's break-it pass).
+#[test]
+fn hrx_huge_pages_is_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["off", "false"] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "h.hrxt"])
+            .env("HRX_HUGE_PAGES", bad)
+            .output()
+            .unwrap();
+        assert_error(
+            &out,
+            &format!("HRX_HUGE_PAGES: expected 0 or 1, got \"{bad}\""),
+        );
+    }
+    for ok in ["0", "1", ""] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "h.hrxt"])
+            .env("HRX_HUGE_PAGES", ok)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
+    }
+}
+
 /// `HRX_TRACE_KERNELS` takes 0 or 1 as well; `record --kernel-times` on the software device
 /// records what a traced run records anyway (every operation timed) and says so.
 #[test]

@@ -30,6 +30,7 @@ fn cleaned(mut command: Command, dir: &Path) -> Command {
         .env_remove("HRX_TRACE_CONTENTS")
         .env_remove("HRX_TRACE_KERNELS")
         .env_remove("HRX_SIM_MEMORY")
+        .env_remove("HRX_HUGE_PAGES")
         .env_remove(hrx_capture::clock::CLOCK_ENV);
     // SIGINT, SIGQUIT, SIGHUP and SIGTERM at their default actions, whatever the test
     // runner inherited: a shell starts a background job (`cargo test &`) with SIGINT and
