@@ -18,11 +18,12 @@
 //! of whole 2 MiB pages starting on a 2 MiB boundary, advised `MADV_HUGEPAGE` before its
 //! first touch: the kernel then backs it with huge pages where it has them (the advice is
 //! what a system whose `transparent_hugepage/enabled` is `madvise`, Debian's and Ubuntu's
-//! default, asks for; with `never` the mapping is plain pages, as before). The cost is
-//! memory: a length is rounded up to whole 2 MiB pages, so a 512 KiB buffer takes 2 MiB,
-//! and its pages are faulted in when it is made (so that no region pays a huge page's fault),
-//! which is why buffers over [`MAX_BYTES`] stay as they were. `HRX_HUGE_PAGES=0` turns this
-//! off (every allocation as before).
+//! default, asks for; with `never`, or no transparent huge pages in the kernel, buffers are
+//! made as before). The cost is memory: a length is rounded up to whole 2 MiB pages, so a
+//! 512 KiB buffer takes 2 MiB, and its pages are faulted in when it is made (so that no
+//! region pays a huge page's fault), which is why buffers over [`MAX_BYTES`] stay as they
+//! were. `HRX_HUGE_PAGES=0` turns this off (every allocation as before); another value than
+//! `0`, `1` or empty is an error naming it.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -59,18 +60,45 @@ fn parse_setting(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
     }
 }
 
-/// Whether [`HUGE_PAGES_ENV`] leaves huge pages on: read once, without a lock (a child
-/// forked while another thread reads it finds a value or reads it again). A value that is
-/// not a switch leaves them on, as unset does; a runtime reading the environment refuses it
-/// before its first allocation.
-fn enabled() -> bool {
+/// The kernel's switch for transparent huge pages (`always`, `madvise` or `never`, the one
+/// in force in brackets).
+const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+
+/// Whether a kernel whose [`THP_ENABLED`] reads `text` (`None`: no such file, a kernel
+/// without transparent huge pages) backs an advised mapping with huge pages: not with
+/// `never`, where the rounding to 2 MiB and the faulting in of every page would cost memory
+/// (a 512 KiB buffer 2 MiB, all of it resident from the start) and gain nothing.
+fn kernel_takes_the_advice(text: Option<&str>) -> bool {
+    text.is_some_and(|text| !text.contains("[never]"))
+}
+
+/// Whether large buffers go on huge pages: [`HUGE_PAGES_ENV`] leaves them on and the kernel
+/// has them ([`kernel_takes_the_advice`]). Read once, without a lock (a child forked while
+/// another thread reads it finds a value or reads it again).
+///
+/// # Errors
+/// The line naming a value of [`HUGE_PAGES_ENV`] that is not a switch: the allocations that
+/// would go on huge pages fail with it, as the software device's do with a bad
+/// `HRX_SIM_MEMORY`, where a replay (whose runtime does not read the runtime's variables)
+/// went on with huge pages under `HRX_HUGE_PAGES=off`.
+pub(crate) fn enabled() -> Result<bool, String> {
     static STATE: AtomicU8 = AtomicU8::new(0);
     match STATE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
+        1 => Ok(true),
+        2 => Ok(false),
+        3 => Err(setting()
+            .err()
+            .unwrap_or_else(|| format!("{HUGE_PAGES_ENV}: expected 0 or 1"))),
         _ => {
-            let on = setting().unwrap_or(true);
-            STATE.store(if on { 1 } else { 2 }, Ordering::Relaxed);
+            let on = setting().map(|on| {
+                on && kernel_takes_the_advice(std::fs::read_to_string(THP_ENABLED).ok().as_deref())
+            });
+            let state = match on {
+                Ok(true) => 1,
+                Ok(false) => 2,
+                Err(_) => 3,
+            };
+            STATE.store(state, Ordering::Relaxed);
             on
         }
     }
@@ -94,10 +122,11 @@ unsafe impl Sync for HugeRegion {}
 impl HugeRegion {
     /// `len` bytes (rounded up to whole huge pages) of zeroed memory on a 2 MiB boundary, its
     /// pages faulted in (huge ones where the kernel has them), or `None` where `len` is
-    /// under [`MIN_BYTES`] or over [`MAX_BYTES`], [`HUGE_PAGES_ENV`] is `0` or the mapping
-    /// fails (the caller allocates as it did before).
+    /// under [`MIN_BYTES`] or over [`MAX_BYTES`], huge pages are off ([`enabled`]: the caller
+    /// says why where it is an error) or the mapping fails (the caller allocates as it did
+    /// before).
     pub(crate) fn new(len: usize) -> Option<Self> {
-        if !(MIN_BYTES..=MAX_BYTES).contains(&len) || !enabled() {
+        if !(MIN_BYTES..=MAX_BYTES).contains(&len) || enabled() != Ok(true) {
             return None;
         }
         let len = len.checked_next_multiple_of(HUGE_PAGE)?;
@@ -193,6 +222,10 @@ mod tests {
 
     #[test]
     fn a_large_region_is_whole_huge_pages_on_a_boundary_advised_and_zeroed() {
+        if enabled() != Ok(true) {
+            // `HRX_HUGE_PAGES=0`, or a kernel without transparent huge pages.
+            return;
+        }
         let region = HugeRegion::new(921_600).expect("a 900 KiB region");
         assert_eq!(region.as_ptr() as usize % HUGE_PAGE, 0);
         assert_eq!(region.len(), HUGE_PAGE);
@@ -200,11 +233,9 @@ mod tests {
         let bytes = unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), region.len()) };
         assert!(bytes.iter().all(|&b| b == 0));
         bytes.fill(7);
-        // Where the kernel has transparent huge pages, the advice is on the mapping (`hg`).
-        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
-            let flags = vm_flags(region.as_ptr() as usize).expect("the region's mapping");
-            assert!(flags.split(' ').any(|f| f == "hg"), "VmFlags: {flags}");
-        }
+        // The kernel has transparent huge pages (`enabled`): the advice is on the mapping.
+        let flags = vm_flags(region.as_ptr() as usize).expect("the region's mapping");
+        assert!(flags.split(' ').any(|f| f == "hg"), "VmFlags: {flags}");
         assert_eq!(
             HugeRegion::new(HUGE_PAGE + 1).map(|r| r.len()),
             Some(2 * HUGE_PAGE)
@@ -240,7 +271,10 @@ mod tests {
     #[test]
     fn a_region_takes_the_address_space_of_its_pages_only() {
         // Read here: the child takes no lock.
-        assert!(enabled());
+        if enabled() != Ok(true) {
+            // `HRX_HUGE_PAGES=0`, or a kernel without transparent huge pages.
+            return;
+        }
         // SAFETY: the child makes system calls only (no lock another thread may hold) and
         // leaves by `_exit`.
         let pid = unsafe { libc::fork() };
@@ -278,6 +312,21 @@ mod tests {
         // 2: the address space grew by more than the region; 3: the page past its end is
         // mapped; 4: dropping it left some mapped; 1: no region, or no reading.
         assert_eq!(libc::WEXITSTATUS(status), 0);
+    }
+
+    /// A kernel whose transparent huge pages are `never` (or which has none) gets no huge-page
+    /// regions: they were made there all the same, each a 512 KiB buffer's 2 MiB of plain
+    /// pages faulted in, for nothing (session 53's break-it pass, read from the code).
+    #[test]
+    fn a_kernel_without_huge_pages_gets_no_regions() {
+        for (text, takes) in [
+            (Some("always [madvise] never\n"), true),
+            (Some("[always] madvise never\n"), true),
+            (Some("always madvise [never]\n"), false),
+            (None, false),
+        ] {
+            assert_eq!(kernel_takes_the_advice(text), takes, "{text:?}");
+        }
     }
 
     /// `HRX_HUGE_PAGES` takes 0 or 1 (empty: unset), as the other `HRX_` switches do: `off`

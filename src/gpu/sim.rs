@@ -217,6 +217,9 @@ impl NativeDevice for SimDevice {
             .into()
         };
         let limit = memory_limit().map_err(|why| Error::Message(why.to_owned()))?;
+        // A bad `HRX_HUGE_PAGES` fails every allocation, as a bad limit does: a replay's
+        // runtime, which reads no runtime variable, would otherwise go on with huge pages.
+        crate::huge_pages::enabled().map_err(Error::Message)?;
         // Device memory only: a host-visible allocation stands for pinned host memory.
         let limit = limit.filter(|_| !host_visible);
         if let Some(limit) = limit {

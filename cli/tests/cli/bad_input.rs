@@ -945,6 +945,22 @@ fn hrx_huge_pages_is_validated() {
             .unwrap();
         assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
     }
+    // A replay's runtime reads no runtime variable, but its device's allocations read this
+    // one (as `HRX_SIM_MEMORY`): `off` replayed on huge pages, exit 0.
+    let out = hrx_trace(dir.path())
+        .args(["replay", "h.hrxt"])
+        .env("HRX_HUGE_PAGES", "off")
+        .output()
+        .unwrap();
+    assert_error(&out, "HRX_HUGE_PAGES: expected 0 or 1, got \"off\"");
+    for ok in ["0", "1"] {
+        let out = hrx_trace(dir.path())
+            .args(["replay", "h.hrxt"])
+            .env("HRX_HUGE_PAGES", ok)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{ok:?}: {}", stderr(&out));
+    }
 }
 
 /// `HRX_TRACE_KERNELS` takes 0 or 1 as well; `record --kernel-times` on the software device

@@ -53,6 +53,10 @@ impl CudaAllocation {
     /// A mapped driver error (out of memory among them).
     pub(super) fn new(context: &Arc<Context>, len: usize, host_visible: bool) -> Result<Self> {
         let bytes = len.max(1);
+        if host_visible {
+            // A bad `HRX_HUGE_PAGES` fails as on the software device.
+            crate::huge_pages::enabled().map_err(Error::Message)?;
+        }
         // A region the driver refuses to register (a limit on pinned memory) is given back,
         // and `cuMemHostAlloc` tried as for a smaller buffer: it answers the same limit with
         // its own error.
