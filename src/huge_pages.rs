@@ -184,8 +184,21 @@ impl HugeRegion {
     }
 
     /// Bytes usable from [`Self::as_ptr`]: the length asked for rounded up to huge pages.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Leaves the region out of a child made by `fork` (`MADV_DONTFORK`): the child has no
+    /// mapping there. For memory a device maps, which copy-on-write must not move. Advice a
+    /// kernel without it refuses changes nothing.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn keep_from_forks(&self) {
+        // SAFETY: advice on this region's own mapping.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::madvise(self.start.cast(), self.len, libc::MADV_DONTFORK);
+        }
     }
 }
 
@@ -236,6 +249,11 @@ mod tests {
         // The kernel has transparent huge pages (`enabled`): the advice is on the mapping.
         let flags = vm_flags(region.as_ptr() as usize).expect("the region's mapping");
         assert!(flags.split(' ').any(|f| f == "hg"), "VmFlags: {flags}");
+        assert!(!flags.split(' ').any(|f| f == "dc"), "VmFlags: {flags}");
+        // What CUDA's registration asks: no copy in a forked child (`dc`).
+        region.keep_from_forks();
+        let flags = vm_flags(region.as_ptr() as usize).expect("the region's mapping");
+        assert!(flags.split(' ').any(|f| f == "dc"), "VmFlags: {flags}");
         assert_eq!(
             HugeRegion::new(HUGE_PAGE + 1).map(|r| r.len()),
             Some(2 * HUGE_PAGE)

@@ -64,6 +64,11 @@ impl CudaAllocation {
             .then(|| HugeRegion::new(bytes))
             .flatten()
             .filter(|region| {
+                // Pinned pages a forked child would share copy-on-write: a write by the
+                // parent after a fork could move its page away from the one the device maps
+                // (older kernels; what `ibv_fork_init` guards against with the same advice).
+                // The child gets no mapping, as it gets none of `cuMemHostAlloc`'s memory.
+                region.keep_from_forks();
                 // SAFETY: the region is mapped, and stays so until it is unregistered on
                 // drop (below: the allocation owns it from its registration on).
                 unsafe { api::mem_host_register(region.as_ptr().cast(), region.len()) }.is_ok()
@@ -140,6 +145,10 @@ unsafe impl Sync for CudaAllocation {}
 impl Drop for CudaAllocation {
     fn drop(&mut self) {
         if !self.context.enter_for_drop() {
+            // Still registered with a driver this drop cannot reach: kept mapped (leaked, as
+            // `cuMemHostAlloc`'s memory is here), never unmapped under pages the device may
+            // still map.
+            std::mem::forget(self.huge.take());
             return;
         }
         // SAFETY: allocated in `CudaAllocation::new`, freed once here; the runtime drops a
@@ -155,6 +164,8 @@ impl Drop for CudaAllocation {
             }
         };
         if let Err(error) = result {
+            // Not unregistered: kept mapped, as above.
+            std::mem::forget(self.huge.take());
             self.context.record(error);
         }
     }
