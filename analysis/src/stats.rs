@@ -1415,25 +1415,10 @@ mod tests {
 
     #[test]
     fn capture_waits_inside_a_range_are_left_out_of_its_duration() {
-        use hrx_capture::schema::{AnnotationName, AnnotationRange, HostSpan, RecorderWait};
-        let wait = |thread, start_ns, end_ns| {
-            Record::RecorderWait(RecorderWait {
-                thread,
-                thread_name: String::new(),
-                start_ns,
-                end_ns,
-                runtime: None,
-                submission: None,
-                region: None,
-            })
-        };
+        use hrx_capture::schema::{AnnotationName, HostSpan};
+        let wait = crate::synthetic::recorder_wait;
         let range = |start_ns, end_ns| {
-            Record::AnnotationRange(AnnotationRange {
-                thread: 0,
-                name: AnnotationId(0),
-                start_ns,
-                end_ns,
-            })
+            crate::synthetic::range_on_first_thread(AnnotationId(0), start_ns, end_ns)
         };
         let records = [
             Record::AnnotationName(AnnotationName {

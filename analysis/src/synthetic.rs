@@ -589,6 +589,30 @@ pub fn annotations(submissions: u64, first_ns: u64, period_ns: u64) -> Vec<Recor
     out
 }
 
+/// A wait of `thread` on the recorder from `start_ns` to `end_ns`, while recording no region's
+/// record (a host write's, an annotation's).
+pub fn recorder_wait(thread: u32, start_ns: u64, end_ns: u64) -> Record {
+    Record::RecorderWait(RecorderWait {
+        thread,
+        thread_name: String::new(),
+        start_ns,
+        end_ns,
+        runtime: None,
+        submission: None,
+        region: None,
+    })
+}
+
+/// A range of annotation `name` on thread 0, from `start_ns` to `end_ns`.
+pub fn range_on_first_thread(name: AnnotationId, start_ns: u64, end_ns: u64) -> Record {
+    Record::AnnotationRange(AnnotationRange {
+        thread: 0,
+        name,
+        start_ns,
+        end_ns,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1848,29 +1848,12 @@ fn parquet_rows(dir: &std::path::Path, table: &str) -> Vec<Vec<Option<String>>> 
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_annotations_hold_the_capture_waits_stats_leaves_out() {
-    use hrx_capture::schema::{
-        AnnotationId, AnnotationName, AnnotationRange, HostSpan, HostSpanKind, RecorderWait,
-    };
+    use hrx_capture::schema::{AnnotationId, AnnotationName, HostSpan, HostSpanKind};
     let base = 5_000_000_000_000;
     let mut records = annotated_process(4242, base, 1_700_000_000);
-    let wait = |thread, start_ns, end_ns| {
-        Record::RecorderWait(RecorderWait {
-            thread,
-            thread_name: String::new(),
-            start_ns,
-            end_ns,
-            runtime: None,
-            submission: None,
-            region: None,
-        })
-    };
+    let wait = crate::synthetic::recorder_wait;
     let range = |start_ns, end_ns| {
-        Record::AnnotationRange(AnnotationRange {
-            thread: 0,
-            name: AnnotationId(50),
-            start_ns,
-            end_ns,
-        })
+        crate::synthetic::range_on_first_thread(AnnotationId(50), start_ns, end_ns)
     };
     records.extend([
         Record::AnnotationName(AnnotationName {
