@@ -5,7 +5,7 @@
 # [".device-bin/s53"]: hrx-trace (release, stripped) and photo/ (Aqua.jpg). ROUNDS (4) of a
 # capture of FRAMES (240) frames on CUDA and one replay at `--pace captured`, huge pages off
 # then on; one line per replay (`scripts/device/region-kinds.py --medians`: each kind's
-# captured/replayed median, µs), after the capture's AnonHugePages 2 s in (part `captures`);
+# captured/replayed median, µs), after the capture's AnonHugePages 1 s in (part `captures`);
 # then part `pipe` (below), which needs gpu-bench (`cargo bench -p hrx --bench gpu --no-run`).
 set -u
 d=$PWD/.device-bin/s53
@@ -38,7 +38,7 @@ for r in $(seq 1 ${ROUNDS:-4}); do
   for mode in ${MODES:-0 1}; do
     HRX_HUGE_PAGES=$mode timeout 60 $d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames ${FRAMES:-240} -o c.hrxt 2> rec.err &
     pid=$!
-    sleep 2
+    sleep 1
     huge=$(grep -h AnonHugePages /proc/$pid/smaps_rollup 2>/dev/null | tr -s ' ')
     wait $pid
     HRX_HUGE_PAGES=$mode timeout 60 $d/hrx-trace replay c.hrxt --backend cuda --pace captured --report json > r.json 2> r.err

@@ -30,8 +30,6 @@ pub const SYMBOLS: &[&str] = &[
     "cuMemHostAlloc",
     "cuMemHostGetDevicePointer_v2",
     "cuMemFreeHost",
-    "cuMemHostRegister_v2",
-    "cuMemHostUnregister",
     "cuMemsetD8_v2",
     "cuMemcpyHtoD_v2",
     "cuMemcpyDtoH_v2",
@@ -211,8 +209,7 @@ pub fn mem_host_alloc(len: usize) -> CuResult<*mut c_void> {
 /// [`cuMemHostGetDevicePointer`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
 ///
 /// # Safety
-/// `pointer` came from [`mem_host_alloc`], or was registered by [`mem_host_register`], and is
-/// live.
+/// `pointer` came from [`mem_host_alloc`] and is live.
 pub unsafe fn mem_host_device_pointer(pointer: *mut c_void) -> CuResult<CUdeviceptr> {
     let mut address = 0;
     check(
@@ -228,29 +225,6 @@ pub unsafe fn mem_host_device_pointer(pointer: *mut c_void) -> CuResult<CUdevice
 /// `pointer` came from [`mem_host_alloc`], is freed once, and nothing uses it any more.
 pub unsafe fn mem_free_host(pointer: *mut c_void) -> CuResult<()> {
     check("cuMemFreeHost", sys::cuMemFreeHost(pointer))
-}
-
-/// [`cuMemHostRegister`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
-/// with `DEVICEMAP | PORTABLE`: pins `len` bytes of host memory at `pointer` and maps them
-/// into the device address space, as [`mem_host_alloc`]'s flags do.
-///
-/// # Safety
-/// `pointer..pointer + len` is mapped host memory that stays mapped until
-/// [`mem_host_unregister`].
-pub unsafe fn mem_host_register(pointer: *mut c_void, len: usize) -> CuResult<()> {
-    let flags = sys::CU_MEMHOSTREGISTER_DEVICEMAP | sys::CU_MEMHOSTREGISTER_PORTABLE;
-    check(
-        "cuMemHostRegister_v2",
-        sys::cuMemHostRegister_v2(pointer, len, flags),
-    )
-}
-
-/// [`cuMemHostUnregister`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
-///
-/// # Safety
-/// `pointer` was registered by [`mem_host_register`], once, and nothing uses it any more.
-pub unsafe fn mem_host_unregister(pointer: *mut c_void) -> CuResult<()> {
-    check("cuMemHostUnregister", sys::cuMemHostUnregister(pointer))
 }
 
 /// [`cuMemsetD8`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)

@@ -5,7 +5,6 @@ use super::context::Context;
 use crate::gpu::common::DeviceContext as _;
 use crate::gpu::common::owned_allocation;
 use crate::gpu::{NativeAllocation, View};
-use crate::huge_pages::HugeRegion;
 use crate::{Error, Result};
 use cudarc::driver::sys;
 use std::any::Any;
@@ -26,10 +25,7 @@ pub(super) fn allocation<'a>(
 }
 
 /// Device memory (`cuMemAlloc`) or pinned host memory mapped for the device
-/// (`cuMemHostAlloc(DEVICEMAP | PORTABLE)`; from [`crate::huge_pages::MIN_BYTES`] on, huge
-/// pages registered with `cuMemHostRegister` with the same flags, so that where the buffer
-/// lies in physical memory moves its copies and the host's work on it no longer from one
-/// process to the next: `crate::huge_pages`), freed on drop.
+/// (`cuMemHostAlloc(DEVICEMAP | PORTABLE)`), freed on drop.
 pub(super) struct CudaAllocation {
     context: Arc<Context>,
     /// Device address (of the mapping, for host memory).
@@ -37,11 +33,8 @@ pub(super) struct CudaAllocation {
     /// Pinned host memory (page-aligned, inside `host_base`'s allocation), or null for device
     /// memory.
     host: *mut u8,
-    /// What `cuMemHostAlloc` returned, freed on drop (null for huge pages).
+    /// What `cuMemHostAlloc` returned, freed on drop.
     host_base: *mut u8,
-    /// The huge pages `host` starts, registered with the driver; unregistered, then
-    /// unmapped, on drop.
-    huge: Option<HugeRegion>,
     len: usize,
 }
 
@@ -53,43 +46,7 @@ impl CudaAllocation {
     /// A mapped driver error (out of memory among them).
     pub(super) fn new(context: &Arc<Context>, len: usize, host_visible: bool) -> Result<Self> {
         let bytes = len.max(1);
-        if host_visible {
-            // A bad `HRX_HUGE_PAGES` fails as on the software device.
-            crate::huge_pages::enabled().map_err(Error::Message)?;
-        }
-        // A region the driver refuses to register (a limit on pinned memory) is given back,
-        // and `cuMemHostAlloc` tried as for a smaller buffer: it answers the same limit with
-        // its own error.
-        let huge = host_visible
-            .then(|| HugeRegion::new(bytes))
-            .flatten()
-            .filter(|region| {
-                // Pinned pages a forked child would share copy-on-write: a write by the
-                // parent after a fork could move its page away from the one the device maps
-                // (older kernels; what `ibv_fork_init` guards against with the same advice).
-                // The child gets no mapping, as it gets none of `cuMemHostAlloc`'s memory.
-                region.keep_from_forks();
-                // SAFETY: the region is mapped, and stays so until it is unregistered on
-                // drop (below: the allocation owns it from its registration on).
-                unsafe { api::mem_host_register(region.as_ptr().cast(), region.len()) }.is_ok()
-            });
-        let allocation = if let Some(region) = huge {
-            let host = region.as_ptr();
-            // Owned from here: dropping it unregisters and unmaps the memory (zeroed: an
-            // anonymous mapping).
-            let mut allocation = CudaAllocation {
-                context: context.clone(),
-                address: 0,
-                host,
-                host_base: std::ptr::null_mut(),
-                huge: Some(region),
-                len,
-            };
-            // SAFETY: `host` is registered (above) and live.
-            allocation.address = unsafe { api::mem_host_device_pointer(host.cast()) }
-                .map_err(|e| context.error(e))?;
-            allocation
-        } else if host_visible {
+        let allocation = if host_visible {
             // `cuMemHostAlloc` does not promise page alignment (1 byte came back 1 KiB-aligned
             // on the H200), but XRT imports host memory only at 4 KiB-aligned addresses: take
             // a page more and start at the first page boundary.
@@ -105,7 +62,6 @@ impl CudaAllocation {
                 // SAFETY: `offset < PAGE`, inside the allocation of `padded` bytes.
                 host: unsafe { base.cast::<u8>().add(offset) },
                 host_base: base.cast(),
-                huge: None,
                 len,
             };
             // SAFETY: `host..host + bytes` lies in the live allocation, owned here; zeroed as
@@ -123,7 +79,6 @@ impl CudaAllocation {
                 address,
                 host: std::ptr::null_mut(),
                 host_base: std::ptr::null_mut(),
-                huge: None,
                 len,
             };
             // SAFETY: the fresh allocation of `bytes` bytes; waited for before returning
@@ -145,10 +100,6 @@ unsafe impl Sync for CudaAllocation {}
 impl Drop for CudaAllocation {
     fn drop(&mut self) {
         if !self.context.enter_for_drop() {
-            // Still registered with a driver this drop cannot reach: kept mapped (leaked, as
-            // `cuMemHostAlloc`'s memory is here), never unmapped under pages the device may
-            // still map.
-            std::mem::forget(self.huge.take());
             return;
         }
         // SAFETY: allocated in `CudaAllocation::new`, freed once here; the runtime drops a
@@ -156,16 +107,11 @@ impl Drop for CudaAllocation {
         let result = unsafe {
             if self.host.is_null() {
                 api::mem_free(self.address)
-            } else if self.huge.is_some() {
-                // The region itself is unmapped after this, as the field drops.
-                api::mem_host_unregister(self.host.cast())
             } else {
                 api::mem_free_host(self.host_base.cast())
             }
         };
         if let Err(error) = result {
-            // Not unregistered: kept mapped, as above.
-            std::mem::forget(self.huge.take());
             self.context.record(error);
         }
     }
