@@ -394,15 +394,21 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
         )?;
     } else {
         let skipped = r.skipped_blocks > 0 || r.skipped_records > 0;
+        // The signal a fatal-signal record names is the cause, not one of three guesses
+        // (the `capture` line above says it too).
+        let died = stats
+            .fatal
+            .map(|fatal| crate::record::signal_name(fatal.signal).unwrap_or("a signal"))
+            .map(|signal| format!(" (the recording process died of {signal})"));
         let more = match (r.clean_close, r.closed) {
             (true, _) => "",
             // A block lost before the end (its header damaged, say) also unsettles the end.
             (false, true) if skipped => " (see the warnings)",
             (false, true) => " (see the warnings): every block before it is read",
             (false, false) if live => " (not yet: a recorder is writing it)",
-            (false, false) => {
-                " (the recording process crashed or was killed, or the trace could not be written whole)"
-            }
+            (false, false) => died.as_deref().unwrap_or(
+                " (the recording process crashed or was killed, or the trace could not be written whole)",
+            ),
         };
         writeln!(out, "{:<12} {}{more}", "recovered", r.end())?;
         // In the sentence every verb explains it with.

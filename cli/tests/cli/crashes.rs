@@ -179,6 +179,14 @@ fn a_program_that_segfaults_right_after_a_submit_keeps_it() {
             capture.starts_with(&format!("crashed: SIGSEGV {during}")),
             "{capture}"
         );
+        // Where the trace ends names the signal too, not three guesses (it said "crashed or
+        // was killed, or the trace could not be written whole"; session 53's fresh user).
+        let info = run(dir.path(), &["info", &file]);
+        let recovered = field(&stdout(&info), "recovered").to_owned();
+        assert!(
+            recovered.ends_with("(the recording process died of SIGSEGV)"),
+            "{recovered}"
+        );
     }
 }
 
