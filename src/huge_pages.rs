@@ -42,7 +42,7 @@ pub(crate) const MIN_BYTES: usize = 512 << 10;
 /// first touch).
 pub(crate) const MAX_BYTES: usize = 256 << 20;
 /// The variable that turns huge pages off (`0`).
-pub const HUGE_PAGES_ENV: &str = "HRX_HUGE_PAGES";
+pub(crate) const HUGE_PAGES_ENV: &str = "HRX_HUGE_PAGES";
 
 /// What [`HUGE_PAGES_ENV`] asks: `Ok(true)` (huge pages) when it is unset, empty or `1`,
 /// `Ok(false)` for `0`.
@@ -54,14 +54,10 @@ pub(crate) fn setting() -> Result<bool, String> {
     parse_setting(std::env::var_os(HUGE_PAGES_ENV).as_deref())
 }
 
-/// [`setting`] of the variable's value (`None`: unset).
+/// [`setting`] of the variable's value (`None`: unset), read as every `HRX_` switch is
+/// (`crate::runtime::switch_value`), on where it is unset.
 fn parse_setting(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
-    match value {
-        None => Ok(true),
-        Some(text) if text.is_empty() || text == "1" => Ok(true),
-        Some(text) if text == "0" => Ok(false),
-        Some(text) => Err(format!("{HUGE_PAGES_ENV}: expected 0 or 1, got {text:?}")),
-    }
+    crate::runtime::switch_value(HUGE_PAGES_ENV, value).map(|on| on.unwrap_or(true))
 }
 
 /// The kernel's switch for transparent huge pages (`always`, `madvise` or `never`, the one
