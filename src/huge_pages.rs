@@ -55,9 +55,9 @@ pub(crate) fn setting() -> Result<bool, String> {
 }
 
 /// [`setting`] of the variable's value (`None`: unset), read as every `HRX_` switch is
-/// (`crate::runtime::switch_value`), on where it is unset.
+/// (`crate::switch::switch_value`), on where it is unset.
 fn parse_setting(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
-    crate::runtime::switch_value(HUGE_PAGES_ENV, value).map(|on| on.unwrap_or(true))
+    crate::switch::switch_value(HUGE_PAGES_ENV, value).map(|on| on.unwrap_or(true))
 }
 
 /// The kernel's switch for transparent huge pages (`always`, `madvise` or `never`, the one

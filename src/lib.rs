@@ -40,6 +40,7 @@ mod nvtx;
 mod runtime;
 #[cfg(all(test, feature = "cuda"))]
 mod stand_in;
+mod switch;
 mod sync;
 pub mod trace;
 

@@ -379,23 +379,7 @@ fn env_flag(name: &str) -> Result<bool> {
 /// # Errors
 /// Anything else, naming the variable.
 fn env_switch(name: &str) -> Result<Option<bool>> {
-    switch_value(name, std::env::var_os(name).as_deref()).map_err(Error::Message)
-}
-
-/// [`env_switch`] of variable `name`'s value (`None`: unset).
-///
-/// # Errors
-/// The line naming the variable, for anything but `0`, `1` or empty.
-pub(crate) fn switch_value(
-    name: &str,
-    value: Option<&std::ffi::OsStr>,
-) -> std::result::Result<Option<bool>, String> {
-    match value.map(|v| (v, v.to_str())) {
-        Some((_, Some("1"))) => Ok(Some(true)),
-        Some((_, Some("0"))) => Ok(Some(false)),
-        None | Some((_, Some(""))) => Ok(None),
-        Some((other, _)) => Err(format!("{name}: expected 0 or 1, got {other:?}")),
-    }
+    crate::switch::switch_value(name, std::env::var_os(name).as_deref()).map_err(Error::Message)
 }
 
 /// A snapshot of the runtime's counters.
