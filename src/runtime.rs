@@ -290,12 +290,8 @@ impl RuntimeOptions {
         // Read at the first large allocation, where `off` would leave huge pages on.
         crate::huge_pages::setting().map_err(Error::Message)?;
         // Read by the clock at its first use, where a typo would fall back silently.
-        hrx_capture::clock::ClockChoice::from_env().map_err(|text| {
-            Error::Message(format!(
-                "{}: expected auto or monotonic, got {text:?}",
-                hrx_capture::clock::CLOCK_ENV
-            ))
-        })?;
+        hrx_capture::clock::ClockChoice::from_env()
+            .map_err(|text| Error::Message(hrx_capture::WriteError::BadClock(text).to_string()))?;
         if self.trace_mode.is_none() {
             self.trace_mode =
                 hrx_capture::TraceMode::from_env().map_err(|e| Error::Message(e.to_string()))?;

@@ -868,13 +868,13 @@ pub enum WriteError {
     #[error("the trace writer thread panicked")]
     WriterPanicked,
     /// [`TRACE_MODE_ENV`] names no mode.
-    #[error("{TRACE_MODE_ENV}={0:?}: expected lossless or lossy")]
+    #[error("{TRACE_MODE_ENV}: expected lossless or lossy, got {0:?}")]
     BadMode(String),
     /// [`CLOCK_ENV`](crate::clock::CLOCK_ENV) names no clock.
-    #[error("{env}={0:?}: expected auto or monotonic", env = crate::clock::CLOCK_ENV)]
+    #[error("{env}: expected auto or monotonic, got {0:?}", env = crate::clock::CLOCK_ENV)]
     BadClock(String),
     /// [`COMPRESSION_THREADS_ENV`] is none of `auto`, `0`, `1` and `2`.
-    #[error("{COMPRESSION_THREADS_ENV}={0:?}: expected auto, 0, 1 or 2")]
+    #[error("{COMPRESSION_THREADS_ENV}: expected auto, 0, 1 or 2, got {0:?}")]
     BadCompressionThreads(String),
 }
 

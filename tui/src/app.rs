@@ -179,7 +179,7 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         let (width, height) = parse_size(&size).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{HEADLESS_FRAME_ENV}={size}: expected WIDTHxHEIGHT, as 120x40"),
+                format!("{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, got {size:?}"),
             )
         })?;
         let (frame, summary) = first_frame(path, width, height)?;

@@ -1094,6 +1094,28 @@ fn hrx_trace_clock_is_validated() {
     }
 }
 
+/// Every variable's bad value reads alike, `VAR: expected A or B, got "value"` (the trace
+/// mode and compression threads said `VAR="value": expected ...` while the rest said it in
+/// this shape; fresh-user pass).
+#[test]
+fn bad_variable_values_are_said_in_one_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    for (var, values) in [
+        ("HRX_TRACE_MODE", "lossless or lossy"),
+        ("HRX_TRACE_CLOCK", "auto or monotonic"),
+        ("HRX_TRACE_DIGESTS", "outputs or all"),
+        ("HRX_HUGE_PAGES", "0 or 1"),
+    ] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "m.hrxt"])
+            .env(var, "bogus")
+            .output()
+            .unwrap();
+        assert_error(&out, &format!("{var}: expected {values}, got \"bogus\""));
+        assert!(!dir.path().join("m.hrxt").exists(), "{var}");
+    }
+}
+
 /// A mistyped `HRX_TRACE_COMPRESSION_THREADS` is refused by name, by a workload and by a
 /// program's runtime, as a mistyped `HRX_TRACE_MODE` is (break-it pass: a program ran
 /// untraced, `record` saying "no trace" and exiting 0, and `3` meant two).
@@ -1117,7 +1139,7 @@ fn hrx_trace_compression_threads_is_validated() {
         (workload, program)
     };
     for bad in ["many", "3", "-1"] {
-        let says = format!("HRX_TRACE_COMPRESSION_THREADS={bad:?}: expected auto, 0, 1 or 2");
+        let says = format!("HRX_TRACE_COMPRESSION_THREADS: expected auto, 0, 1 or 2, got {bad:?}");
         let (workload, program) = record(bad);
         assert_error(&workload, &says);
         assert!(!dir.path().join("w.hrxt").exists());

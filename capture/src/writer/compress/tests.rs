@@ -397,7 +397,7 @@ fn the_thread_count_comes_from_the_option_then_the_variable() {
     let err = threads_with(None, Some(1), env("many")).unwrap_err();
     assert!(
         err.to_string()
-            .contains("HRX_TRACE_COMPRESSION_THREADS=\"many\""),
+            .contains("HRX_TRACE_COMPRESSION_THREADS: expected auto, 0, 1 or 2, got \"many\""),
         "{err}"
     );
 }
@@ -414,7 +414,7 @@ fn the_variable_takes_only_the_values_it_lists() {
         let err = threads_with(None, Some(1), env(bad)).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("HRX_TRACE_COMPRESSION_THREADS={bad:?}: expected auto, 0, 1 or 2")
+            format!("HRX_TRACE_COMPRESSION_THREADS: expected auto, 0, 1 or 2, got {bad:?}")
         );
         assert!(threads_in_env(env(bad)).is_err(), "{bad:?}");
     }
