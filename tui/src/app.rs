@@ -196,7 +196,7 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     if follow && !terminal() {
         return Err(TuiError::NotATerminal);
     }
-    let follow = follow && !opened_as_closed(path);
+    let follow = follow && !opened_as_closed(path)?;
     // Asked before the read, as every reading verb asks: a recording may end during it.
     let held = !follow && hrx_capture::being_recorded(path);
     let opened = if follow {
@@ -239,8 +239,8 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
 /// Whether `view --follow` of the trace at `path` opens it as `view` does, saying so on
 /// standard error: it is large (the view cache's threshold, [`crate::open_or_summarise`])
 /// and already closed cleanly ([`closed_and_large`]).
-fn opened_as_closed(path: &Path) -> bool {
-    let options = crate::state::cache::CacheOptions::from_env();
+fn opened_as_closed(path: &Path) -> Result<bool, TuiError> {
+    let options = crate::state::cache::CacheOptions::from_env().map_err(TuiError::Variable)?;
     let closed = closed_and_large(path, options.min_bytes);
     if closed {
         // A standard error that cannot be written loses the line, not the view.
@@ -253,7 +253,7 @@ fn opened_as_closed(path: &Path) -> bool {
             ),
         );
     }
-    closed
+    Ok(closed)
 }
 
 /// Whether the trace at `path` is `min_bytes` or longer and ends with an intact footer and

@@ -81,6 +81,9 @@ pub enum TuiError {
         /// The error.
         source: io::Error,
     },
+    /// An environment variable of the view's has a bad value (the line naming it).
+    #[error("{0}")]
+    Variable(String),
     /// The terminal could not be set up, drawn or restored.
     #[error("terminal: {0}")]
     Terminal(#[from] io::Error),
@@ -107,11 +110,10 @@ pub enum TuiError {
 ///
 /// # Errors
 ///
-/// As [`load`].
+/// As [`load`]; [`TuiError::Variable`] for a bad view-cache variable.
 pub fn open(path: &Path) -> Result<Model, TuiError> {
-    state::cache::open(path, &state::cache::CacheOptions::from_env(), None, || {
-        load(path)
-    })
+    let options = state::cache::CacheOptions::from_env().map_err(TuiError::Variable)?;
+    state::cache::open(path, &options, None, || load(path))
 }
 
 /// What [`open_or_summarise`] found.
@@ -133,9 +135,11 @@ pub enum Opening {
 ///
 /// # Errors
 ///
-/// [`TuiError::Read`] as [`load`] (for a large trace: its header is unreadable).
+/// [`TuiError::Read`] as [`load`] (for a large trace: its header is unreadable);
+/// [`TuiError::Variable`] for a bad view-cache variable.
 pub fn open_or_summarise(path: &Path) -> Result<Opening, TuiError> {
-    open_or_summarise_with(path, &state::cache::CacheOptions::from_env())
+    let options = state::cache::CacheOptions::from_env().map_err(TuiError::Variable)?;
+    open_or_summarise_with(path, &options)
 }
 
 /// [`open_or_summarise`] with the view cache's options given.

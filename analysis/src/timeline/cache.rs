@@ -89,26 +89,24 @@ pub struct CacheOptions {
 
 impl CacheOptions {
     /// From [`CACHE_ENV`] and [`CACHE_MIN_ENV`]; by default `hrx-trace-view` in the
-    /// temporary directory and [`DEFAULT_MIN_BYTES`].
-    pub fn from_env() -> CacheOptions {
+    /// temporary directory and [`DEFAULT_MIN_BYTES`] (also when [`CACHE_MIN_ENV`] is empty).
+    ///
+    /// # Errors
+    ///
+    /// The line naming [`CACHE_MIN_ENV`] when it is not a number of bytes: refused as every
+    /// other bad variable is, not replaced by the default.
+    pub fn from_env() -> Result<CacheOptions, String> {
         let dir = match std::env::var_os(CACHE_ENV) {
             Some(v) if v == "off" => None,
             Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
             _ => Some(std::env::temp_dir().join("hrx-trace-view")),
         };
-        let min_bytes = match std::env::var(CACHE_MIN_ENV) {
-            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-                // A standard error that cannot be written loses the line, not the view.
-                let _ = writeln!(
-                    io::stderr(),
-                    "warning: {CACHE_MIN_ENV}={v:?} is not a number of bytes: using the \
-                     default, {DEFAULT_MIN_BYTES}"
-                );
-                DEFAULT_MIN_BYTES
-            }),
-            Err(_) => DEFAULT_MIN_BYTES,
+        let min_bytes = match std::env::var_os(CACHE_MIN_ENV) {
+            Some(v) if !v.is_empty() => (v.to_str().and_then(|v| v.trim().parse().ok()))
+                .ok_or_else(|| format!("{CACHE_MIN_ENV}: expected a number of bytes, got {v:?}"))?,
+            _ => DEFAULT_MIN_BYTES,
         };
-        CacheOptions { dir, min_bytes }
+        Ok(CacheOptions { dir, min_bytes })
     }
 }
 

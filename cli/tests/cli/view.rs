@@ -469,8 +469,8 @@ fn a_missing_trace_is_told_as_info_tells_it() {
     assert!(stderr(&view).contains("\nhint: "), "{}", stderr(&view));
 }
 
-/// A `HRX_VIEW_CACHE_MIN_BYTES` that is not a number is named in a warning (it was ignored
-/// silently) and the default is used.
+/// A `HRX_VIEW_CACHE_MIN_BYTES` that is not a number is an error naming it, as every other
+/// bad variable is (it was ignored silently, then only warned of; fresh-user pass).
 #[test]
 fn an_invalid_cache_threshold_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -482,14 +482,11 @@ fn an_invalid_cache_threshold_is_named() {
         .env("HRX_TUI_HEADLESS_FRAME", "80x24")
         .output()
         .unwrap();
-    assert_eq!(code(&output), 0, "{}", stderr(&output));
-    assert!(
-        stderr(&output)
-            .contains("warning: HRX_VIEW_CACHE_MIN_BYTES=\"32MB\" is not a number of bytes"),
-        "{}",
-        stderr(&output)
+    assert_error(
+        &output,
+        "HRX_VIEW_CACHE_MIN_BYTES: expected a number of bytes, got \"32MB\"",
     );
-    assert!(!stdout(&output).is_empty());
+    assert!(stdout(&output).is_empty());
 }
 
 /// A view-cache entry that cannot be written (a file size limit here, a full disk alike) is
