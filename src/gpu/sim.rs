@@ -228,9 +228,7 @@ impl NativeDevice for SimDevice {
                 IN_USE.fetch_sub(rounded as u64, Ordering::Relaxed);
                 return Err(out_of_memory(
                     "over HRX_SIM_MEMORY",
-                    format!(
-                        "allocating {len} bytes with {before} of {limit} in use ({MEMORY_ENV})"
-                    ),
+                    format!("allocating {len} bytes with {before} of {limit} in use"),
                 ));
             }
         }

@@ -1116,6 +1116,22 @@ fn bad_variable_values_are_said_in_one_shape() {
     }
 }
 
+/// Running out of the software device's `HRX_SIM_MEMORY` names the variable once (it
+/// ended "... in use (HRX_SIM_MEMORY)" after "over HRX_SIM_MEMORY"; fresh-user pass).
+#[test]
+fn running_out_of_sim_memory_names_the_variable_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "m.hrxt"])
+        .env("HRX_SIM_MEMORY", "4K")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(err.contains("out of device memory"), "{err}");
+    assert_eq!(err.matches("HRX_SIM_MEMORY").count(), 1, "{err}");
+}
+
 /// A mistyped `HRX_TRACE_COMPRESSION_THREADS` is refused by name, by a workload and by a
 /// program's runtime, as a mistyped `HRX_TRACE_MODE` is (break-it pass: a program ran
 /// untraced, `record` saying "no trace" and exiting 0, and `3` meant two).
