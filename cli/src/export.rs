@@ -221,9 +221,15 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish_and_clear();
     let mut total = export::ExportCounts::default();
+    // The marks of traces not read whole, by name, for the summary.
+    let (mut incomplete, mut live) = (0, 0);
     for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
         warn(file, exported, session);
         let c = &exported.counts;
+        match exported.being_recorded {
+            true => live += c.incomplete_marks,
+            false => incomplete += c.incomplete_marks,
+        }
         total.tracks += c.tracks;
         total.slices += c.slices;
         total.operation_slices += c.operation_slices;
@@ -277,10 +283,25 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             0 => String::new(),
             n => format!(" ({n} of them operations)"),
         };
+        // Named: the file holds the mark, and "0 events" alone read as if it lacked it.
+        let mut ends = String::new();
+        for (n, name) in [
+            (incomplete, "trace incomplete"),
+            (live, "trace being recorded"),
+        ] {
+            match (n, ends.is_empty()) {
+                (0, _) => {}
+                (n, true) => ends = format!(" ({n} of them {name}"),
+                (n, false) => ends += &format!(", {n} {name}"),
+            }
+        }
+        if !ends.is_empty() {
+            ends.push(')');
+        }
         let mut out = crate::output::stdout();
         writeln!(
             out,
-            "{}: {}, {}{operations}, {}, {} (as view lists them), {}{host} ({})",
+            "{}: {}, {}{operations}, {}, {} (as view lists them), {}{ends}{host} ({})",
             args.output.shown(),
             plural(total.tracks as u64, "track"),
             plural(total.slices, "slice"),

@@ -214,6 +214,9 @@ pub struct ExportCounts {
     /// Instant events on the `Recorder` tracks: what the recorder did and saw (output
     /// digests, capture fences, its waits, lost records, the signal that ended the process).
     pub recorder_instants: u64,
+    /// Of `recorder_instants`, the marks of traces not read whole, one per such trace:
+    /// `trace incomplete`, or `trace being recorded` for one a recorder still wrote.
+    pub incomplete_marks: u64,
     /// Cross-submission waits and timings exported without their flow: the wait named a
     /// submission more than [`WINDOW`] earlier, or the timing was read after its
     /// submission had been written.
@@ -1202,6 +1205,7 @@ impl<S: Sink> Pass<S> {
     fn incomplete(&mut self, recovery: &Recovery, live: bool) {
         let first = self.session_runtime();
         if let Some(instant) = incomplete_instant(recovery, live, self.end_ns, first) {
+            self.out.counts.incomplete_marks += 1;
             self.out.instant(instant);
         }
     }

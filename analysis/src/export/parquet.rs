@@ -536,6 +536,7 @@ pub fn write_parquet<R: Read + Send>(
                 hrx_capture::schema::RuntimeId::default(),
             )
         }) {
+            pass.counts.incomplete_marks += 1;
             pass.event(&event);
         }
         if let Some(error) = pass.error.take() {

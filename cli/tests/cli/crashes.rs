@@ -656,9 +656,22 @@ fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
         &["export", file, "--format", "chrome", "-o", "segv.json"],
     );
     assert_eq!(code(&export), 0, "{}", stderr(&export));
+    // The summary names the mark the file holds for its cut-short end: "0 events" alone read
+    // as if the export lacked the `trace incomplete` it wrote (fresh-user pass).
+    assert!(
+        stdout(&export).contains("recorder marks (1 of them trace incomplete)"),
+        "{}",
+        stdout(&export)
+    );
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("segv.json")).unwrap()).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
+    assert_eq!(
+        (events.iter())
+            .filter(|e| e["ph"] == "i" && e["name"] == "trace incomplete")
+            .count(),
+        1
+    );
     let running = events
         .iter()
         .filter(|e| {
