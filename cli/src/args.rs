@@ -17,7 +17,8 @@ pub struct Cli {
     pub command: Command,
 
     /// Print results, warnings and errors only: no progress bars, no notes (and no summary
-    /// from `record` or `trim`). Warnings about what a trace lacks are never silenced.
+    /// from `record`, `trim` or `export`). Warnings about what a trace lacks are never
+    /// silenced.
     #[arg(short, long, global = true, conflicts_with = "verbose", help_heading = GLOBAL)]
     pub quiet: bool,
 

@@ -265,7 +265,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     {
         crate::output::warn(warning);
     }
-    if !to_stdout {
+    // `-q`: the summary is not a result (the file is), as `record`'s and `trim`'s are not;
+    // what the trace lacks was warned of above.
+    if !to_stdout && !crate::output::quiet() {
         // Written, not printed: a closed standard output is an error `main` treats as
         // success, where `println!` would panic.
         // The host threads' part (format 1.14), where the trace has any.

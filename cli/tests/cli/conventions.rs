@@ -213,6 +213,17 @@ fn quiet_drops_notes_and_summaries_never_warnings_or_reports() {
         "{}",
         stderr(&stats)
     );
+    // `export -q` prints no summary, as `record -q` and `trim -q` (it printed one), but keeps
+    // that warning.
+    let export = run(dir.path(), &["export", "-q", "cut.hrxt", "-o", "cut.json"]);
+    assert_eq!(code(&export), 0, "{}", stderr(&export));
+    assert_eq!(stdout(&export), "", "no summary with -q");
+    assert!(
+        stderr(&export).contains("warning: cut.hrxt:"),
+        "{}",
+        stderr(&export)
+    );
+    assert!(dir.path().join("cut.json").exists());
     // `-v` says what was read.
     let verbose = run(dir.path(), &["stats", "-v", "h.hrxt"]);
     assert!(
