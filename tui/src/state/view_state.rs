@@ -579,10 +579,11 @@ impl ViewState {
             self.clear_search();
         } else if self.focus == Focus::List {
             self.focus = Focus::Timeline;
-        } else if self.selection.is_some() {
-            self.selection = None;
-        } else {
+        } else if self.list.is_some() {
+            // Before the selection, as help says: the hazards list is the selection's.
             self.list = None;
+        } else {
+            self.selection = None;
         }
     }
 

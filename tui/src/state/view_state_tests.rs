@@ -399,11 +399,33 @@ fn escape_unwinds_one_thing_at_a_time() {
     state.update(&model, Action::Escape);
     assert_eq!(state.focus, Focus::Timeline);
     state.update(&model, Action::Escape);
-    assert!(state.selection.is_none());
-    state.update(&model, Action::Escape);
     assert!(state.list.is_none());
+    assert!(
+        state.selection.is_some(),
+        "the list closes before the selection"
+    );
+    state.update(&model, Action::Escape);
+    assert!(state.selection.is_none());
     state.update(&model, Action::Quit);
     assert!(state.quit);
+}
+
+/// Esc with the hazards list open and a selection closes the list first, as help and the
+/// README say ("close help or a list, clear the search or selection"); it cleared the
+/// selection and left the list open (fresh-user pass).
+#[test]
+fn escape_closes_the_hazards_list_before_the_selection() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::Tab);
+    let selected = state.selection;
+    assert!(selected.is_some());
+    state.update(&model, Action::ToggleHazards);
+    assert_eq!(state.list, Some(ListKind::Hazards));
+    state.update(&model, Action::Escape);
+    assert_eq!((state.list, state.selection), (None, selected));
+    state.update(&model, Action::Escape);
+    assert_eq!(state.selection, None);
 }
 
 #[test]
