@@ -1368,6 +1368,30 @@ fn an_export_without_operation_timings_says_so() {
     assert!(!stdout(&out).contains("operations"), "{}", stdout(&out));
 }
 
+/// The Parquet checks the README names, run by hand without their argument or with
+/// `--help`, print their usage line and exit 2 (an IndexError's traceback, or `--help`
+/// taken for a directory; fresh-user pass). Checked before DuckDB is imported, so without it
+/// too.
+#[test]
+fn the_parquet_checks_say_their_usage() {
+    for script in ["operations", "kernels", "annotations", "sessions"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/parquet/{script}.py"));
+        for args in [&[][..], &["--help"], &["a", "b"]] {
+            let Ok(out) = Command::new("python3").arg(&path).args(args).output() else {
+                eprintln!("\n!!! SKIPPED the_parquet_checks_say_their_usage: no python3\n");
+                return;
+            };
+            let err = stderr(&out);
+            assert_eq!(code(&out), 2, "{script} {args:?}: {err}");
+            assert!(
+                err.starts_with(&format!("usage: {script}.py ")) && err.lines().count() == 1,
+                "{script} {args:?}: {err}"
+            );
+            assert_eq!(stdout(&out), "", "{script} {args:?}");
+        }
+    }
+}
+
 /// Runs `tests/parquet/kernels.py` (DuckDB) over the export directories `pattern` names;
 /// `None` (after saying so loudly) without the `duckdb` package, unless `HRX_REQUIRE_DUCKDB`
 /// is set (CI), where its absence fails.

@@ -9,13 +9,18 @@ span, as `stats` prefers). Prints one JSON object {label: {"count",
 GLOB is a path pattern of export directories (`exports/*`: every process's tables at once,
 as a fleet query reads them).
 
-Exit 0 on success, 1 when the query fails, 3 when the `duckdb` package is missing
-(`python3 -m pip install duckdb==2.0.1`).
+Exit 0 on success, 1 when the query fails, 2 without one argument (or with
+`--help`: the usage line), 3 when the `duckdb` package is missing (`python3 -m pip install
+duckdb==2.0.1`).
 
 Usage: kernels.py GLOB
 """
 import json
 import sys
+
+from usage import one_argument
+
+ARGUMENT = one_argument(__doc__)
 
 try:
     import duckdb
@@ -54,4 +59,4 @@ def main(pattern):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(ARGUMENT))

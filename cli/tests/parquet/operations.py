@@ -7,13 +7,18 @@ count and total duration in ns (`duration_ns`: the device span where recorded). 
 JSON object {"KIND NAME": {"count", "total_ns", "unjoined"}}, "unjoined" counting the rows
 that found no region run or no operation.
 
-Exit 0 on success, 1 when the query fails, 3 when the `duckdb` package is missing
-(`python3 -m pip install duckdb==2.0.1`).
+Exit 0 on success, 1 when the query fails, 2 without one argument (or with
+`--help`: the usage line), 3 when the `duckdb` package is missing (`python3 -m pip install
+duckdb==2.0.1`).
 
 Usage: operations.py DIR
 """
 import json
 import sys
+
+from usage import one_argument
+
+ARGUMENT = one_argument(__doc__)
 
 try:
     import duckdb
@@ -59,4 +64,4 @@ def main(directory):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(ARGUMENT))

@@ -7,13 +7,18 @@ rows. Prints one JSON object {"sessions": [{"host", "pid", "session_record", "cl
 
 GLOB is a path pattern of export directories (`exports/*`).
 
-Exit 0 on success, 1 when a query fails, 3 when the `duckdb` package is missing
-(`python3 -m pip install duckdb==2.0.1`).
+Exit 0 on success, 1 when a query fails, 2 without one argument (or with
+`--help`: the usage line), 3 when the `duckdb` package is missing (`python3 -m pip install
+duckdb==2.0.1`).
 
 Usage: sessions.py GLOB
 """
 import json
 import sys
+
+from usage import one_argument
+
+ARGUMENT = one_argument(__doc__)
 
 try:
     import duckdb
@@ -51,4 +56,4 @@ def main(pattern):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(ARGUMENT))
