@@ -3,7 +3,8 @@
 //! and the timeline use, so a duration reads the same everywhere.
 //!
 //! Durations have three significant digits (`850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`), byte
-//! counts binary units with two decimals unless whole (`512 B`, `4 KiB`, `1.50 MiB`),
+//! counts binary units with two decimals unless whole (`512 B`, `4 KiB`, `1.50 MiB`; side
+//! by side, in one form: [`bytes_alike`]),
 //! bandwidths decimal units as GPU bandwidths are quoted (`12.3 GB/s`), rates of events three
 //! significant digits with a decimal prefix (`850 records/s`, `12.4k records/s`), host times
 //! full ns resolution in ms (`12.345678 ms`) and ratios two decimals (`1.23x`).
@@ -55,20 +56,30 @@ pub fn time(ns: u64) -> String {
 
 /// A byte count with binary units: `512 B`, `4 KiB`, `1.50 MiB`.
 pub fn bytes(n: u64) -> String {
+    let [said] = bytes_alike([n]);
+    said
+}
+
+/// Byte counts read side by side, each as [`bytes`] writes it, but all in one form: with two
+/// decimals when any needs them (`2.46 KiB on disk, 21.00 KiB copied`; a rounded size beside
+/// a whole one read as two formats, `2.46 KiB` and `21 KiB`).
+pub fn bytes_alike<const N: usize>(counts: [u64; N]) -> [String; N] {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else if value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
+    let scaled = counts.map(|n| {
+        let mut value = n as f64;
+        let mut unit = 0;
+        while value >= 1024.0 && unit + 1 < UNITS.len() {
+            value /= 1024.0;
+            unit += 1;
+        }
+        (n, value, unit)
+    });
+    let whole = (scaled.iter()).all(|&(_, value, unit)| unit == 0 || value.fract() == 0.0);
+    scaled.map(|(n, value, unit)| match (unit, whole) {
+        (0, _) => format!("{n} B"),
+        (_, true) => format!("{value:.0} {}", UNITS[unit]),
+        (_, false) => format!("{value:.2} {}", UNITS[unit]),
+    })
 }
 
 /// `1 frame`, `3 frames`.
@@ -300,6 +311,14 @@ mod tests {
         assert_eq!(bytes(4096), "4 KiB");
         assert_eq!(bytes(1536 * 1024), "1.50 MiB");
         assert_eq!(bandwidth(12.34e9), "12.3 GB/s");
+    }
+
+    #[test]
+    fn bytes_side_by_side_read_in_one_form() {
+        assert_eq!(bytes_alike([2520, 21 << 10]), ["2.46 KiB", "21.00 KiB"]);
+        assert_eq!(bytes_alike([8 << 20, 16 << 20]), ["8 MiB", "16 MiB"]);
+        assert_eq!(bytes_alike([512, 1536]), ["512 B", "1.50 KiB"]);
+        assert_eq!(bytes_alike([512, 1024]), ["512 B", "1 KiB"]);
     }
 
     #[test]

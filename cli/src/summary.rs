@@ -7,13 +7,13 @@
 //! submissions  12 accepted, 0 refused
 //! failures     submissions 0 failed, 0 cancelled; regions 0 failed, 0 cancelled
 //! quarantines  0 graphs, 0 poisoned buffers
-//! bytes        52.1 KiB on disk, 1.2 MiB copied
+//! bytes        52.10 KiB on disk, 1.20 MiB copied
 //! duration     412.3 ms
 //! file         hrx.hrxt (clean close)
 //! ```
 
 use hrx_analysis::info::TraceInfo;
-use hrx_analysis::units::{bytes, duration, plural};
+use hrx_analysis::units::{bytes, bytes_alike, duration, plural};
 use hrx_capture::ShowPath;
 use std::io::{self, Write};
 use std::path::Path;
@@ -40,14 +40,14 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
     for (key, value) in outcomes(stats) {
         line(key, value)?;
     }
-    let copied = match stats.copied_bytes() {
-        Some(n) => format!(", {} copied", bytes(n)),
-        None => String::new(),
+    let sizes = match stats.copied_bytes() {
+        Some(copied) => {
+            let [disk, copied] = bytes_alike([stats.file_len_bytes, copied]);
+            format!("{disk} on disk, {copied} copied")
+        }
+        None => format!("{} on disk", bytes(stats.file_len_bytes)),
     };
-    line(
-        "bytes",
-        format!("{} on disk{copied}", bytes(stats.file_len_bytes)),
-    )?;
+    line("bytes", sizes)?;
     let span = match (stats.duration_ns(), stats.end.is_some()) {
         (Some(ns), true) => duration(ns),
         (Some(ns), false) => format!("at least {} (to the last record read)", duration(ns)),

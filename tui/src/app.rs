@@ -384,11 +384,8 @@ pub fn index_too_large(records: u64, available: Option<u64>) -> Option<String> {
     let need = records.saturating_mul(INDEX_BYTES_PER_RECORD);
     let available = available?;
     (need > available / 10 * 8).then(|| {
-        format!(
-            "index not built: it would take about {} of memory, {} is free",
-            units::bytes(need),
-            units::bytes(available)
-        )
+        let [need, available] = units::bytes_alike([need, available]);
+        format!("index not built: it would take about {need} of memory, {available} is free")
     })
 }
 
@@ -1169,7 +1166,7 @@ mod tests {
             why.starts_with("index not built: it would take about 11"),
             "{why}"
         );
-        assert!(why.ends_with("8 GiB is free"), "{why}");
+        assert!(why.ends_with(" of memory, 8.00 GiB is free"), "{why}");
         assert_eq!(index_too_large(30_000_000, Some(8 << 30)), None);
         assert_eq!(index_too_large(300_000_000, None), None, "unknown: try");
     }

@@ -433,3 +433,27 @@ fn string_literals_are_continued_with_a_backslash() {
         bad.join("\n")
     );
 }
+
+/// Sizes on one line read in one form: `record`'s `bytes` line wrote a rounded size with two
+/// decimals beside a whole one without (`2.48 KiB on disk, 21 KiB copied`; fresh-user pass).
+#[test]
+fn sizes_on_one_line_read_in_one_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["record", "--workload", "hazards", "-o", "h.hrxt"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let summary = stdout(&out);
+    let line = (summary.lines())
+        .find(|l| l.starts_with("bytes "))
+        .unwrap_or_else(|| panic!("no bytes line: {summary}"));
+    let sizes: Vec<&str> = (line.split([' ', ',']))
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[1].ends_with("iB"))
+        .map(|w| w[0])
+        .collect();
+    assert_eq!(sizes.len(), 2, "on disk and copied: {line}");
+    assert_eq!(sizes[0].contains('.'), sizes[1].contains('.'), "{line}");
+}
