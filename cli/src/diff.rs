@@ -149,7 +149,9 @@
 //!                 "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
 //!                            prepared graphs pooled: identical in both traces), "name", "nth",
 //!                            "base_region", "new_region", "base": {stats}, "new": {stats},
-//!                            "ratio", "interval", "too_few", "too_spread", "slow"}]},
+//!                            "ratio", "interval", "too_few", "too_spread", "slow"}] by
+//!                            runtime, graph, name and nth (the text: the slow first, then
+//!                            by runtime, graph and region)},
 //!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), their
 //!                   times without the thread's waits on the recorder and at capture fences
 //!                   inside them (each side's "capture_wait_ns"; its
@@ -166,7 +168,8 @@
 //!              "base", "new"}],
 //!              "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
 //!                         prepared graphs pooled), "region", "label", "base_p50_ns",
-//!                         "new_p50_ns", "ratio"}]},
+//!                         "new_p50_ns", "ratio"}] by runtime, graph and region (the text:
+//!                         the worst ratio first)},
 //!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
 //!              [{"runtime", "prepared"|null, "nth" (the n-th submission of that graph,
 //!                from 1; the submission number where "prepared" is null), "submission",
@@ -1033,7 +1036,8 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
 /// What changed in the graphs' operations: what a trace without operation timings lacks,
 /// kernels added to or removed from a graph, and each operation's medians by its place.
 /// The matched regions' medians (`regions.times`), reported, never judged (the kernels
-/// decide): the largest ratio first, [`LISTED`] of them, all with `--json`.
+/// decide): the largest ratio first, as the header says, so that the [`LISTED`] shown are
+/// the worst; all with `--json`, by place.
 fn write_region_times(out: &mut impl Write, g: &Value) -> io::Result<()> {
     let times = g["times"].as_array().map_or(&[][..], Vec::as_slice);
     if times.is_empty() {
@@ -1043,7 +1047,7 @@ fn write_region_times(out: &mut impl Write, g: &Value) -> io::Result<()> {
     writeln!(
         out,
         "{:<28} {:>11} {:>11} {:>9}",
-        "  region (by place)", "base p50", "new p50", "ratio"
+        "  region (worst ratio first)", "base p50", "new p50", "ratio"
     )?;
     let of = |t: &Value| t["ratio"].as_f64().unwrap_or(f64::NAN);
     let mut rows: Vec<&Value> = times.iter().collect();
@@ -1105,7 +1109,7 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
     writeln!(
         out,
         "\n{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
-        "operation (by place)",
+        "operation (slow, then place)",
         "runs",
         "base p50",
         "new p50",
@@ -1113,9 +1117,15 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
         "new p99",
         "ratio [95% interval]"
     )?;
-    // The slow first, then by place; the text lists LISTED, `--json` all.
+    // The slow first, then by place as a graph runs (graph, region, name), as the header
+    // says; the JSON is by graph and name. The text lists LISTED, `--json` all.
     let mut rows: Vec<&Value> = times.iter().collect();
-    rows.sort_by_key(|t| t["slow"].as_bool() != Some(true));
+    rows.sort_by_key(|t| {
+        let at = |key: &str| u(&t[key]);
+        let place = (at("runtime"), at("prepared"), at("new_region"));
+        let name = t["name"].as_str().unwrap_or("");
+        (t["slow"].as_bool() != Some(true), place, name, at("nth"))
+    });
     for t in rows.iter().take(LISTED) {
         let nth = match u(&t["nth"]) {
             1 => String::new(),
@@ -1396,5 +1406,56 @@ mod tests {
             );
         }
         assert!(!text.contains("slower"), "{text}");
+    }
+
+    /// The by-place tables say their order in their headers and keep it: operations the slow
+    /// first, then by place (graph, region, name: as a graph runs); regions the worst ratio
+    /// first (`--json` has them all, by place). Neither order was said, and operations went
+    /// by name (`r2 download` before `r0 upload`), which read as none (fresh-user pass).
+    #[test]
+    fn the_by_place_tables_say_their_order() {
+        let stats = serde_json::json!({"count": 12, "p50_ns": 1000, "p99_ns": 2000});
+        let op = |region: u64, name: &str, slow: bool| {
+            serde_json::json!({"name": name, "nth": 1, "prepared": 1, "new_region": region,
+                               "slow": slow, "ratio": 1.0, "interval": [0.9, 1.1],
+                               "base": stats, "new": stats})
+        };
+        let place = |region: u64, label: &str, ratio: f64| {
+            serde_json::json!({"prepared": 1, "region": region, "label": label,
+                               "base_p50_ns": 1000, "new_p50_ns": 1000, "ratio": ratio})
+        };
+        let report = serde_json::json!({
+            "max_slowdown": 1.5,
+            "operations": {"times": [op(2, "download", false), op(1, "fill", false),
+                                     op(1, "sobel", true), op(0, "upload", false)]},
+            "regions": {"matched": 3, "times": [place(0, "upload", 0.7), place(1, "gray", 0.9),
+                                                place(2, "download", 0.6)]},
+        });
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let rows = |header: &str| -> Vec<String> {
+            (text.lines())
+                .skip_while(|l| !l.starts_with(header))
+                .skip(1)
+                .take_while(|l| l.trim_start().starts_with("g1 "))
+                .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+                .collect()
+        };
+        assert_eq!(
+            rows("operation (slow, then place)"),
+            [
+                "g1 r1 sobel",
+                "g1 r0 upload",
+                "g1 r1 fill",
+                "g1 r2 download"
+            ],
+            "{text}"
+        );
+        assert_eq!(
+            rows("  region (worst ratio first)"),
+            ["g1 r1 gray", "g1 r0 upload", "g1 r2 download"],
+            "{text}"
+        );
     }
 }
