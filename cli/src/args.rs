@@ -481,9 +481,9 @@ pub struct StatsArgs {
 #[command(after_help = "\
 Kernels are matched by label, regions by (runtime, prepared graph, region index), outputs by
 (runtime, submission, the graph operation and use that write them, byte range), never by
-buffer id, which depends on how a run allocated. A kernel is SLOW when its median grew past
---max-slowdown and beyond the spread: the new median is also above the base's p99 and more
-than 50 us above the base median. Exit codes: 0 no regression; 1 a slow kernel, an output
+buffer id, which depends on how a run allocated. A kernel is SLOW by the rule under
+--max-slowdown: the 95% interval of its median ratio lies wholly past R and it grew by more
+than 50 us. Exit codes: 0 no regression; 1 a slow kernel, an output
 digest that differs or a submission whose outcome changed (succeeded in one, failed or
 cancelled in the other); 2 unusable input. New and missing kernels, regions and outputs are
 reported but are not regressions.

@@ -1478,3 +1478,18 @@ fn the_regions_line_says_it_counts_graphs_regions_not_runs() {
         "{text}"
     );
 }
+
+/// `diff --help` gives the one slow rule the code applies (`hrx_analysis::compare::timing`:
+/// the ratio's interval wholly past R and a growth past the floor); its closing paragraph
+/// gave a stale second one, "above the base's p99" (fresh-user pass).
+#[test]
+fn diff_help_gives_one_slow_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = stdout(&run(dir.path(), &["diff", "--help"]));
+    assert!(!help.contains("p99"), "{help}");
+    assert_eq!(help.matches("95%").count(), 2, "{help}");
+    assert!(
+        help.contains("the 95% interval of its median ratio lies wholly past R"),
+        "{help}"
+    );
+}
