@@ -168,7 +168,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("o", "show/hide operations under their regions (sub-spans)"),
     ("/", "search labels and kernels (Enter keeps, Esc clears)"),
     ("Enter", "jump to the list item"),
-    ("Esc", "close help/list, clear search/selection"),
+    ("Esc", "close help/statistics/list, clear search/selection"),
     ("F", "follow the newest time (selecting a span stops it)"),
     ("?", "this help"),
     ("q", "quit"),
@@ -450,13 +450,15 @@ impl ViewState {
             }
             Action::JumpToProducer => self.jump_to_producer(model),
             Action::ToggleHazards => {
-                self.list = (self.list != Some(ListKind::Hazards)).then_some(ListKind::Hazards);
+                // Over the statistics the list is hidden: `h` shows it (it closed it unseen).
+                let show = self.show_stats || self.list != Some(ListKind::Hazards);
+                self.list = show.then_some(ListKind::Hazards);
                 self.hazard_cursor = 0;
                 self.focus = Focus::Timeline;
                 self.show_stats = false;
             }
             Action::ToggleEvents => {
-                if self.list == Some(ListKind::Events) && self.focus == Focus::List {
+                if self.list == Some(ListKind::Events) && self.focus == Focus::List && !self.show_stats {
                     self.list = None;
                     self.focus = Focus::Timeline;
                 } else {

@@ -614,3 +614,28 @@ fn the_readme_names_every_key_of_the_help() {
         .collect();
     assert!(missing.is_empty(), "README lacks {missing:?}");
 }
+
+/// Over the statistics (which hide the lower panes), `h` and `e` show their list: `h` closed
+/// a hazards list hidden under the statistics and left the statistics open, `e` closed a
+/// focused events list unseen (fresh-user pass); Esc closes the statistics first.
+#[test]
+fn keys_over_the_statistics_show_what_they_name() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 120, 40);
+    state.update(&model, Action::ToggleHazards);
+    assert_eq!(state.list, Some(ListKind::Hazards));
+    state.update(&model, Action::ToggleStats);
+    state.update(&model, Action::ToggleHazards);
+    assert_eq!((state.list, state.show_stats), (Some(ListKind::Hazards), false));
+    state.update(&model, Action::ToggleEvents);
+    state.update(&model, Action::ToggleStats);
+    state.update(&model, Action::ToggleEvents);
+    assert_eq!(
+        (state.list, state.focus, state.show_stats),
+        (Some(ListKind::Events), Focus::List, false)
+    );
+    state.update(&model, Action::ToggleStats);
+    state.update(&model, Action::Escape);
+    assert!(!state.show_stats);
+    assert_eq!(state.list, Some(ListKind::Events), "Esc closes one thing");
+}

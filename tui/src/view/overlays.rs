@@ -29,9 +29,9 @@ pub(super) fn stats(model: &Model, state: &ViewState, area: Rect, buf: &mut Buff
     let rows = usize::from(area.height.saturating_sub(2));
     let scroll = usize::from(state.stats_scroll).min(lines.len().saturating_sub(rows));
     let title = if lines.len() > rows {
-        " Statistics (↑/↓ scroll, s closes) "
+        " Statistics (↑/↓ scroll, s or Esc closes) "
     } else {
-        " Statistics (s closes) "
+        " Statistics (s or Esc closes) "
     };
     Paragraph::new(lines)
         .scroll((scroll as u16, 0))
@@ -64,22 +64,39 @@ pub(super) fn help(_state: &ViewState, area: Rect, buf: &mut Buffer) {
 /// and always `? help` and `q quit` (cut off at the end, they were the first to go in a
 /// narrow terminal). Each says what its key does now: `h hide hazards` while the hazards
 /// list is open (the first press closes it), `n/N match` while a search is active.
+///
+/// Over the statistics, the keys of that pane first: ↑/↓ scroll it and `h`/`e` replace it
+/// with their list (it hid an open hazards list, whose `h hide hazards` read as a key doing
+/// nothing there; fresh-user pass).
 fn key_hints(state: &ViewState, room: usize) -> String {
     let hazards = if state.list == Some(ListKind::Hazards) {
         "h hide hazards"
     } else {
         "h hazards"
     };
-    let keys: [&str; 8] = [
-        "←/→ span",
-        "↑/↓ queue",
-        "+/- zoom",
-        "f fit",
-        hazards,
-        "e events",
-        "s stats",
-        "/ search",
-    ];
+    let keys: [&str; 8] = if state.show_stats {
+        [
+            "↑/↓ scroll",
+            "s/Esc close",
+            "←/→ span",
+            "+/- zoom",
+            "f fit",
+            "h hazards",
+            "e events",
+            "/ search",
+        ]
+    } else {
+        [
+            "←/→ span",
+            "↑/↓ queue",
+            "+/- zoom",
+            "f fit",
+            hazards,
+            "e events",
+            "s stats",
+            "/ search",
+        ]
+    };
     const ALWAYS: &str = "? help  q quit";
     (0..=keys.len())
         .rev()

@@ -633,6 +633,17 @@ fn the_hazards_key_label_says_what_the_next_press_does() {
     assert!(!status(&state).contains("hide"));
     state.update(&model, Action::ToggleHazards);
     assert_eq!(state.list, Some(ListKind::Hazards));
+    // Over the statistics, the pane's keys: it hides the hazards list, and `h` shows it.
+    state.update(&model, Action::ToggleStats);
+    let over_stats = status(&state);
+    assert!(
+        over_stats.contains("↑/↓ scroll  s/Esc close") && over_stats.contains("h hazards"),
+        "{over_stats}"
+    );
+    assert!(
+        !over_stats.contains("hide") && !over_stats.contains("queue"),
+        "{over_stats}"
+    );
 }
 
 #[test]
