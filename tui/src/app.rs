@@ -97,8 +97,24 @@ pub fn wait_for_trace(path: &Path, wait: Duration) -> Result<TraceTail, TuiError
     })
 }
 
-/// Environment variable: when set (not `0`), draw ASCII symbols instead of Unicode ones.
+/// Environment variable: `1` draws ASCII only (every glyph: borders, bars, text), `0`, empty
+/// or unset Unicode ([`ascii_value`]).
 pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
+
+/// Whether [`ASCII_ENV`], of value `value` (`None`: unset), asks for ASCII: `1` yes; `0`,
+/// empty or unset no.
+///
+/// # Errors
+///
+/// The line naming the variable, for any other value, as every `HRX_` switch says it (it
+/// took `yes`, `2` and empty for on).
+pub fn ascii_value(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
+    match value.map(|v| (v, v.to_str())) {
+        Some((_, Some("1"))) => Ok(true),
+        None | Some((_, Some("0" | ""))) => Ok(false),
+        Some((other, _)) => Err(format!("{ASCII_ENV}: expected 0 or 1, got {other:?}")),
+    }
+}
 
 /// Environment variable for benchmarks only: `WIDTHxHEIGHT` (e.g. `120x40`) makes [`run`]
 /// load the trace, draw its first frame off-screen at that size, print it to standard output
@@ -112,29 +128,36 @@ pub const HEADLESS_FRAME_ENV: &str = "HRX_TUI_HEADLESS_FRAME";
 /// measured too (and the view cache is written).
 pub const HEADLESS_INDEX_ENV: &str = "HRX_TUI_HEADLESS_INDEX";
 
-/// The first frame of the trace at `path`, drawn off-screen at `width` x `height`, as text,
-/// and whether it was drawn from the block summaries (the index not built yet).
+/// The first frame of the trace at `path`, drawn off-screen at `width` x `height` (in ASCII
+/// only with `ascii`), as text, and whether it was drawn from the block summaries (the
+/// index not built yet).
 ///
 /// # Errors
 ///
 /// [`TuiError::Read`] as [`crate::load`]. The trace is opened as `view` opens it
 /// ([`crate::open_or_summarise`]).
-pub fn first_frame(path: &Path, width: u16, height: u16) -> Result<(String, bool), TuiError> {
+pub fn first_frame(
+    path: &Path,
+    width: u16,
+    height: u16,
+    ascii: bool,
+) -> Result<(String, bool), TuiError> {
     Ok(match crate::open_or_summarise(path)? {
-        Opening::Ready(model) => (full_frame(&model, width, height), false),
+        Opening::Ready(model) => (full_frame(&model, width, height, ascii), false),
         Opening::Summary(overview, _) => {
             let progress = LoadProgress {
                 total_bytes: overview.file_len,
                 ..LoadProgress::default()
             };
-            let frame = crate::overview_to_string(&overview, &progress, width, height);
+            let frame = crate::overview_to_string(&overview, &progress, ascii, width, height);
             (frame, true)
         }
     })
 }
 
-fn full_frame(model: &Model, width: u16, height: u16) -> String {
-    let state = ViewState::new(model, width, height);
+fn full_frame(model: &Model, width: u16, height: u16, ascii: bool) -> String {
+    let mut state = ViewState::new(model, width, height);
+    state.ascii = ascii;
     crate::render_to_string(model, &state, width, height)
 }
 
@@ -174,6 +197,8 @@ pub fn no_color(value: Option<std::ffi::OsString>) -> bool {
 /// As [`run`].
 pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiError> {
     MONOCHROME.store(!colour, Ordering::Relaxed);
+    // Read first, so that a bad value fails before anything is drawn, headless or not.
+    let ascii = ascii_value(std::env::var_os(ASCII_ENV).as_deref()).map_err(TuiError::Variable)?;
     if let Some(size) = std::env::var_os(HEADLESS_FRAME_ENV) {
         let size = size.to_string_lossy();
         let (width, height) = parse_size(&size).ok_or_else(|| {
@@ -182,11 +207,11 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
                 format!("{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, got {size:?}"),
             )
         })?;
-        let (frame, summary) = first_frame(path, width, height)?;
+        let (frame, summary) = first_frame(path, width, height, ascii)?;
         io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
         if summary && std::env::var_os(HEADLESS_INDEX_ENV).is_some_and(|v| v != "0") {
             let model = crate::open(path)?;
-            let frame = full_frame(&model, width, height);
+            let frame = full_frame(&model, width, height, ascii);
             io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
         }
         return Ok(());
@@ -207,7 +232,6 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     if !terminal() {
         return Err(TuiError::NotATerminal);
     }
-    let ascii = std::env::var_os(ASCII_ENV).is_some_and(|v| v != "0");
     let mut guard = TerminalGuard::enter()?;
     let mut shown = match opened {
         Opened::Followed(tail) => Shown::Followed(Box::new(Follower::new(path, *tail))),
@@ -1100,7 +1124,7 @@ mod tests {
             recorder.record(r);
         }
         recorder.close().unwrap();
-        let (frame, summary) = first_frame(&path, 120, 40).unwrap();
+        let (frame, summary) = first_frame(&path, 120, 40, false).unwrap();
         assert!(!summary, "a small trace is read whole");
         let model = crate::load(&path).unwrap();
         let state = ViewState::new(&model, 120, 40);
@@ -1109,7 +1133,28 @@ mod tests {
         assert_eq!(parse_size("80x24"), Some((80, 24)));
         assert_eq!(parse_size("80x0"), None);
         assert_eq!(parse_size("wide"), None);
-        assert!(first_frame(&dir.path().join("missing"), 80, 24).is_err());
+        assert!(first_frame(&dir.path().join("missing"), 80, 24, false).is_err());
+        // HRX_TUI_ASCII=1: ASCII only, borders and all (only the timeline's symbols were).
+        assert!(!frame.is_ascii());
+        let (ascii, _) = first_frame(&path, 120, 40, true).unwrap();
+        assert!(ascii.is_ascii(), "{ascii}");
+        assert!(ascii.contains("GPU Compute"), "{ascii}");
+    }
+
+    /// `HRX_TUI_ASCII` reads as every `HRX_` switch: `1`, `0` or empty, else an error
+    /// naming it (`yes`, `2` and empty all turned it on, silently).
+    #[test]
+    fn the_ascii_switch_takes_0_or_1() {
+        use std::ffi::OsStr;
+        assert_eq!(ascii_value(Some(OsStr::new("1"))), Ok(true));
+        for off in [None, Some(OsStr::new("0")), Some(OsStr::new(""))] {
+            assert_eq!(ascii_value(off), Ok(false), "{off:?}");
+        }
+        assert_eq!(
+            ascii_value(Some(OsStr::new("yes"))),
+            Err("HRX_TUI_ASCII: expected 0 or 1, got \"yes\"".to_owned())
+        );
+        assert!(ascii_value(Some(OsStr::new("2"))).is_err());
     }
 
     #[test]
@@ -1137,7 +1182,9 @@ mod tests {
             total_bytes: overview.file_len,
             failed: None,
         };
-        let frame = crate::overview_to_string(&overview, &progress, 120, 40);
+        let frame = crate::overview_to_string(&overview, &progress, false, 120, 40);
+        let ascii = crate::overview_to_string(&overview, &progress, true, 120, 40);
+        assert!(ascii.is_ascii(), "{ascii}");
         // Honest: it says it is a summary, what it leaves out, and how far the index is.
         assert!(frame.contains("summary of 4000 regions in"), "{frame}");
         assert!(

@@ -489,6 +489,35 @@ fn an_invalid_cache_threshold_is_named() {
     assert!(stdout(&output).is_empty());
 }
 
+/// `HRX_TUI_ASCII=1` draws the frame in ASCII only (borders, `…`, `µ` and the bars stayed
+/// Unicode); any value but `1`, `0` or empty is an error naming it, as every `HRX_` switch
+/// (`yes`, `2` and empty turned it on; fresh-user pass).
+#[test]
+fn the_ascii_switch_draws_ascii_only_and_takes_0_or_1() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let view = |ascii: &str| {
+        hrx_trace(dir.path())
+            .args(["view", "h.hrxt"])
+            .env("HRX_TUI_ASCII", ascii)
+            .env("HRX_VIEW_CACHE", "off")
+            .env("HRX_TUI_HEADLESS_FRAME", "120x40")
+            .output()
+            .unwrap()
+    };
+    let (ascii, unicode, empty) = (view("1"), view("0"), view(""));
+    for output in [&ascii, &unicode, &empty] {
+        assert_eq!(code(output), 0, "{}", stderr(output));
+    }
+    assert!(stdout(&ascii).is_ascii(), "{}", stdout(&ascii));
+    assert!(stdout(&ascii).contains("GPU Compute"), "{}", stdout(&ascii));
+    assert!(!stdout(&unicode).is_ascii());
+    assert_eq!(stdout(&empty), stdout(&unicode));
+    let bad = view("yes");
+    assert_error(&bad, "HRX_TUI_ASCII: expected 0 or 1, got \"yes\"");
+    assert!(stdout(&bad).is_empty());
+}
+
 /// A view-cache entry that cannot be written (a file size limit here, a full disk alike) is
 /// said after the view, naming the folder and the way out; it was dropped in silence and
 /// every later view built the index again.

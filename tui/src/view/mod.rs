@@ -10,7 +10,8 @@
 //! - `overview`: the summary frame shown while a large trace's index is built.
 //! - `theme`: colours (a cycling palette per submission; failed red, cancelled grey;
 //!   producers yellow and consumers cyan while the hazards list is open) and symbols
-//!   (Unicode, or ASCII with [`ViewState::ascii`]).
+//!   (Unicode, or ASCII with [`ViewState::ascii`], which then also turns every other glyph
+//!   drawn, borders and text alike, into ASCII).
 //!
 //! The layout comes from [`ScreenLayout`], which click handling shares.
 
@@ -36,6 +37,9 @@ pub fn render(model: &Model, state: &ViewState, frame: &mut Frame<'_>) {
     let layout = ScreenLayout::compute(area.width, area.height, model, state);
     let buf = frame.buffer_mut();
     draw(model, state, &layout, buf);
+    if state.ascii {
+        theme::asciify(buf);
+    }
 }
 
 /// Draws the screen into `buf` (whose area is the whole terminal).

@@ -39,13 +39,17 @@ pub fn render_overview(
         area.width,
         area.height,
     );
+    if ascii {
+        theme::asciify(buf);
+    }
 }
 
 /// The summary frame as text (one line per row, trailing spaces trimmed), as
-/// [`super::render_to_string`] renders a full frame.
+/// [`super::render_to_string`] renders a full frame; in ASCII only with `ascii`.
 pub fn overview_to_string(
     overview: &Overview,
     progress: &LoadProgress,
+    ascii: bool,
     width: u16,
     height: u16,
 ) -> String {
@@ -53,7 +57,7 @@ pub fn overview_to_string(
         Ok(t) => t,
         Err(never) => match never {},
     };
-    if let Err(never) = terminal.draw(|f| render_overview(overview, None, progress, false, f)) {
+    if let Err(never) = terminal.draw(|f| render_overview(overview, None, progress, ascii, f)) {
         match never {}
     }
     super::buffer_to_string(terminal.backend().buffer())

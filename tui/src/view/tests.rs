@@ -247,6 +247,47 @@ fn small_terminal_with_ascii_symbols() {
     insta::assert_snapshot!(terminal(&model, &state).backend());
 }
 
+/// With `ascii`, every screen is ASCII only: the main screen with a failed span's details,
+/// the hazards and events lists, help, statistics (their bars) and a zoomed-out dense lane
+/// (only the timeline's symbols were: borders, `…`, `µ`, `×`, `·` and the bars stayed;
+/// fresh-user pass). Each drawn in Unicode is not, so each screen has glyphs to replace.
+#[test]
+fn ascii_draws_ascii_only_on_every_screen() {
+    let screens = |model: &Model, state: &mut ViewState| {
+        let mut screens = Vec::new();
+        let mut shot = |state: &ViewState, what: &str| {
+            let screen = render_to_string(model, state, state.width, state.height);
+            screens.push((what.to_owned(), screen));
+        };
+        shot(state, "main");
+        select(model, state, Queue::GpuCompute, 2);
+        act(model, state, &[Action::ToggleOps]);
+        shot(state, "details");
+        act(model, state, &[Action::ToggleHazards]);
+        shot(state, "hazards");
+        act(model, state, &[Action::ToggleEvents]);
+        shot(state, "events");
+        act(model, state, &[Action::ToggleHelp]);
+        shot(state, "help");
+        act(model, state, &[Action::ToggleHelp, Action::ToggleStats]);
+        shot(state, "statistics");
+        act(model, state, &[Action::ToggleStats, Action::Fit, Action::ZoomOut]);
+        shot(state, "zoomed out");
+        screens
+    };
+    let dense = Model::from_records(&pipeline(PipelineSpec::ops(40_000)).collect::<Vec<_>>());
+    for model in [failing(), dense] {
+        let mut state = ViewState::new(&model, 120, 40);
+        let unicode = screens(&model, &mut state);
+        let mut state = ViewState::new(&model, 120, 40);
+        state.ascii = true;
+        for ((what, unicode), (_, ascii)) in unicode.iter().zip(screens(&model, &mut state)) {
+            assert!(!unicode.is_ascii(), "{what}: nothing to replace: {unicode}");
+            assert!(ascii.is_ascii(), "{what}: {ascii}");
+        }
+    }
+}
+
 #[test]
 fn empty_trace() {
     let model = Model::default();

@@ -231,3 +231,46 @@ impl Symbols {
         }
     }
 }
+
+/// The one-column ASCII stand-in of a glyph, for [`asciify`]: what the ASCII [`Symbols`]
+/// use for the timeline's own, a look-alike for the rest, `?` for any other (a label's
+/// letters of another script).
+fn ascii_of(glyph: &str) -> &'static str {
+    match glyph.chars().next().unwrap_or(' ') {
+        '─' | '━' | '═' | '–' | '—' | '╌' => "-",
+        '│' | '┃' | '║' | '▌' | '▏' | '╎' => "|",
+        '┌' | '┐' | '└' | '┘' | '├' | '┤' | '┬' | '┴' | '┼' | '╭' | '╮' | '╰' | '╯' => "+",
+        '…' | '≈' => "~",
+        'µ' => "u",
+        '×' => "x",
+        '·' | '░' | '▁' | '▂' => ".",
+        '▃' | '▄' => ":",
+        '▅' | '▆' => "+",
+        '▇' | '█' | '▓' | '▒' => "#",
+        '←' | '‹' | '≤' => "<",
+        '→' | '›' | '≥' | '▶' => ">",
+        '↑' => "^",
+        '↓' | '▼' => "v",
+        '‰' => "%",
+        '✖' => "X",
+        '↯' => "F",
+        '☠' => "P",
+        '∅' => "C",
+        '◆' => "*",
+        '╵' => "'",
+        _ => "?",
+    }
+}
+
+/// Replaces every glyph in `buf` that is not ASCII with its stand-in ([`ascii_of`]), so
+/// `HRX_TUI_ASCII=1` draws ASCII only: borders, bars, cut labels and units drawn by
+/// ratatui and by the panes' text too, not only the timeline's [`Symbols`]. A wide glyph
+/// becomes one column; the cell after it, blank already, is then drawn as a space.
+pub(crate) fn asciify(buf: &mut ratatui::buffer::Buffer) {
+    for cell in &mut buf.content {
+        if !cell.symbol().is_ascii() {
+            let ascii = ascii_of(cell.symbol());
+            cell.set_symbol(ascii);
+        }
+    }
+}
