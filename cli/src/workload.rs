@@ -102,18 +102,21 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             let spec = text
                 .parse::<FaultSpec>()
                 .map_err(|e| Failure::new(format!("{source}: {e}")))?;
-            // The workloads run built-in kernels only: another name could never fire, and
-            // would be found so only after the whole run.
+            // Each workload's kernels are known before it runs: another name could never
+            // fire, and would be found so only after the whole run (a built-in kernel the
+            // workload never dispatches, `hrx_saxpy`, was taken, then "never fired").
+            let runs = match workload {
+                Workload::Hazards => hrx_workloads::hazards::kernel_entries(),
+                Workload::Pipeline | Workload::Faults => hrx_workloads::pipeline::kernel_entries(),
+            };
             if let FaultTarget::Kernel { name, .. } = &spec.target
-                && !hrx::kernels::builtin_entries().contains(&name.as_str())
+                && !runs.contains(name)
             {
+                let workload = self::name(workload);
                 return Err(Failure::new(format!(
-                    "{source}: kernel={name} names no kernel the workloads run"
+                    "{source}: kernel={name} names no kernel the {workload} workload runs"
                 ))
-                .hint(format!(
-                    "the built-in kernels: {}",
-                    hrx::kernels::builtin_entries().join(", ")
-                ))
+                .hint(format!("the {workload} workload runs {}", runs.join(", ")))
                 .into());
             }
             Some(spec)

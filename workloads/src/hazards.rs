@@ -140,6 +140,17 @@ impl Op {
         }
     }
 
+    /// The kernel the operation dispatches, if any.
+    fn kernel(&self) -> Option<kernels::KernelSpec> {
+        match *self {
+            Op::Iota {
+                words, start, step, ..
+            } => Some(kernels::iota(words, start, step)),
+            Op::FillU32 { words, value, .. } => Some(kernels::fill_u32(words, value)),
+            Op::Fill { .. } | Op::Copy { .. } => None,
+        }
+    }
+
     /// Adds the operation to `graph`.
     fn add(&self, graph: &mut Graph, runtime: &Runtime, buffers: &[Buffer]) -> Result<()> {
         match *self {
@@ -147,22 +158,16 @@ impl Op {
                 buffer,
                 offset,
                 words,
-                start,
-                step,
-            } => {
-                let kernel = runtime.kernel(&kernels::iota(words, start, step))?;
-                graph.gpu(
-                    &kernel,
-                    &[buffers[buffer].view(offset..offset + words * 4)?],
-                )?;
+                ..
             }
-            Op::FillU32 {
+            | Op::FillU32 {
                 buffer,
                 offset,
                 words,
-                value,
+                ..
             } => {
-                let kernel = runtime.kernel(&kernels::fill_u32(words, value))?;
+                let spec = self.kernel().expect("Iota and FillU32 dispatch a kernel");
+                let kernel = runtime.kernel(&spec)?;
                 graph.gpu(
                     &kernel,
                     &[buffers[buffer].view(offset..offset + words * 4)?],
@@ -277,6 +282,21 @@ const SUBMISSIONS: [(&str, &[Op]); 4] = [
         ],
     ),
 ];
+
+/// The entry names of the kernels the workload dispatches, in first use: known before a run,
+/// so that a fault naming another kernel, which could never fire, is refused up front.
+pub fn kernel_entries() -> Vec<String> {
+    let mut entries: Vec<String> = Vec::new();
+    for spec in SUBMISSIONS
+        .iter()
+        .flat_map(|(_, ops)| ops.iter().filter_map(Op::kernel))
+    {
+        if !entries.contains(&spec.entry) {
+            entries.push(spec.entry);
+        }
+    }
+    entries
+}
 
 /// The host's initial contents of buffer `index`: a fixed byte pattern per buffer.
 fn initial(index: usize, len: usize) -> Vec<u8> {

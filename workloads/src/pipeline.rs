@@ -249,6 +249,35 @@ impl std::fmt::Debug for Pipeline {
     }
 }
 
+/// The GPU kernels, then the NPU kernel, a pipeline of `width x height` frames loads (the
+/// failing kernel of [`PipelineOptions::faulting_frame`] apart): one list for
+/// [`Pipeline::new`] and [`kernel_entries`].
+fn specs(
+    width: usize,
+    height: usize,
+    level: u8,
+) -> ([kernels::KernelSpec; 5], kernels::NpuKernelSpec) {
+    let pixels = width * height;
+    (
+        [
+            kernels::rgb_to_gray(width, height),
+            kernels::blur_horizontal(width, height),
+            kernels::blur_vertical(width, height),
+            kernels::sobel(width, height),
+            kernels::histogram256(pixels),
+        ],
+        kernels::npu_threshold(pixels, level),
+    )
+}
+
+/// The entry names of the kernels every pipeline dispatches, in order (`hrx_fail` apart,
+/// which only a [`PipelineOptions::faulting_frame`] adds): known before a run, so that a
+/// fault naming another kernel, which could never fire, is refused up front.
+pub fn kernel_entries() -> Vec<String> {
+    let (gpu, npu) = specs(1, 1, 0);
+    gpu.into_iter().map(|k| k.entry).chain([npu.name]).collect()
+}
+
 impl Pipeline {
     /// Builds the pipeline for `width x height` frames: loads the kernels once, allocates
     /// `options.frames_in_flight` contexts and prepares each context's graph.
@@ -280,13 +309,15 @@ impl Pipeline {
                 options.frames_in_flight
             )));
         }
+        let ([gray, blur_h, blur_v, sobel, histogram], threshold) =
+            specs(width, height, options.threshold);
         let kernels = Kernels {
-            gray: runtime.kernel(&kernels::rgb_to_gray(width, height))?,
-            blur_h: runtime.kernel(&kernels::blur_horizontal(width, height))?,
-            blur_v: runtime.kernel(&kernels::blur_vertical(width, height))?,
-            sobel: runtime.kernel(&kernels::sobel(width, height))?,
-            histogram: runtime.kernel(&kernels::histogram256(pixels))?,
-            threshold: runtime.npu_kernel(&kernels::npu_threshold(pixels, options.threshold))?,
+            gray: runtime.kernel(&gray)?,
+            blur_h: runtime.kernel(&blur_h)?,
+            blur_v: runtime.kernel(&blur_v)?,
+            sobel: runtime.kernel(&sobel)?,
+            histogram: runtime.kernel(&histogram)?,
+            threshold: runtime.npu_kernel(&threshold)?,
             fail: match options.faulting_frame {
                 Some(_) => Some(runtime.kernel(&kernels::fail_kernel(pixels))?),
                 None => None,

@@ -281,26 +281,52 @@ fn faults_that_never_fire_are_an_error() {
     );
     assert_error(&output, "never fired");
     assert!(stderr(&output).contains("hint: run more --frames"));
-    // The same on `pipeline`: a fault naming a built-in kernel the pipeline never runs.
-    let output = one_frame(
-        "pipeline",
-        &["--fault", "kernel=hrx_saxpy:kernel-error", "-o", "p.hrxt"],
+    // A name the workload never runs is refused before anything runs (it ran the whole
+    // workload first), naming the kernels it does run: a built-in kernel the pipeline never
+    // dispatches too (the hint listed every built-in one, `hrx_saxpy` was then taken and
+    // "never fired"; fresh-user passes).
+    for (workload, kernel) in [
+        ("pipeline", "nope"),
+        ("faults", "hrx_saxpy"),
+        ("pipeline", "hrx_fail"),
+    ] {
+        let spec = format!("kernel={kernel}:kernel-error");
+        let output = one_frame(workload, &["--fault", &spec, "-o", "n.hrxt"]);
+        assert_error(
+            &output,
+            &format!("kernel={kernel} names no kernel the {workload} workload runs"),
+        );
+        assert!(
+            stderr(&output).contains(&format!(
+                "hint: the {workload} workload runs hrx_rgb_to_gray, hrx_blur_h, hrx_blur_v, \
+                 hrx_sobel, hrx_histogram256, hrx_npu_threshold\n"
+            )),
+            "{}",
+            stderr(&output)
+        );
+        assert!(!dir.path().join("n.hrxt").exists());
+    }
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "hazards",
+            "--fault",
+            "kernel=hrx_sobel:device-lost",
+            "-o",
+            "n.hrxt",
+        ],
     );
-    assert_error(&output, "never fired");
+    assert_error(
+        &output,
+        "kernel=hrx_sobel names no kernel the hazards workload runs",
+    );
     assert!(
-        stderr(&output).contains("check the kernel name"),
+        stderr(&output).contains("hint: the hazards workload runs hrx_iota, hrx_fill_u32\n"),
         "{}",
         stderr(&output)
     );
-    // A name no workload runs is refused before anything runs (it ran the whole workload
-    // first; fresh-user pass), listing the kernels there are.
-    let output = one_frame(
-        "pipeline",
-        &["--fault", "kernel=nope:kernel-error", "-o", "n.hrxt"],
-    );
-    assert_error(&output, "kernel=nope names no kernel the workloads run");
-    assert!(stderr(&output).contains("hrx_sobel"), "{}", stderr(&output));
-    assert!(!dir.path().join("n.hrxt").exists());
 }
 
 /// A failed workload whose standard output was closed before its first line (`| true`)
