@@ -458,7 +458,10 @@ impl ViewState {
                 self.show_stats = false;
             }
             Action::ToggleEvents => {
-                if self.list == Some(ListKind::Events) && self.focus == Focus::List && !self.show_stats {
+                if self.list == Some(ListKind::Events)
+                    && self.focus == Focus::List
+                    && !self.show_stats
+                {
                     self.list = None;
                     self.focus = Focus::Timeline;
                 } else {

@@ -626,7 +626,10 @@ fn keys_over_the_statistics_show_what_they_name() {
     assert_eq!(state.list, Some(ListKind::Hazards));
     state.update(&model, Action::ToggleStats);
     state.update(&model, Action::ToggleHazards);
-    assert_eq!((state.list, state.show_stats), (Some(ListKind::Hazards), false));
+    assert_eq!(
+        (state.list, state.show_stats),
+        (Some(ListKind::Hazards), false)
+    );
     state.update(&model, Action::ToggleEvents);
     state.update(&model, Action::ToggleStats);
     state.update(&model, Action::ToggleEvents);

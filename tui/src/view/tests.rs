@@ -271,7 +271,11 @@ fn ascii_draws_ascii_only_on_every_screen() {
         shot(state, "help");
         act(model, state, &[Action::ToggleHelp, Action::ToggleStats]);
         shot(state, "statistics");
-        act(model, state, &[Action::ToggleStats, Action::Fit, Action::ZoomOut]);
+        act(
+            model,
+            state,
+            &[Action::ToggleStats, Action::Fit, Action::ZoomOut],
+        );
         shot(state, "zoomed out");
         screens
     };
