@@ -799,7 +799,7 @@ impl Baseline {
             ));
         }
         self.floor_capture_judgements(report, options, source);
-        slower_than_capture(report, options, source);
+        slower_than_capture(report, options, source, self.host);
         let slow = report
             .timing
             .iter()
@@ -919,12 +919,44 @@ impl Baseline {
     }
 }
 
-/// Notes rows whose baseline median is slower than the capture's past `--max-slowdown`: a
-/// baseline saved while the machine was busier than the 1-minute load shows (a build just
-/// started) read 9.59 ms for a region captured at 6.51 ms, and a doubled kernel passed
-/// against it with SAME and no word (a fresh-user pass).
-fn slower_than_capture(report: &mut Report, options: &ReplayOptions, source: Shown<'_>) {
+/// How much higher per CPU the baseline's recorded load must be than the capture's for
+/// its slower rows to be put down to a busier machine: the step from a quiet host to a
+/// loaded one (1 per CPU, README "Host load"), so that the two loads of one machine
+/// minutes apart never differ by it.
+pub(crate) const BUSIER_PER_CPU: f64 = 1.0;
+
+/// The baseline's highest recorded load per CPU and the capture's, where the baseline's
+/// is [`BUSIER_PER_CPU`] or more above it; `None` where it is not, or either is unknown
+/// (a baseline saved before its host was kept, a trace without the load counter).
+pub(crate) fn busier_than_capture(
+    baseline: Option<HostLoad>,
+    capture_per_cpu: Option<f64>,
+) -> Option<(f64, f64)> {
+    let host = baseline.filter(|h| h.cpus > 0)?;
+    let highest = [host.load_before, host.load_after]
+        .into_iter()
+        .flatten()
+        .max_by(f64::total_cmp)?;
+    let (saved, capture) = (highest / host.cpus as f64, capture_per_cpu?);
+    (saved - capture >= BUSIER_PER_CPU).then_some((saved, capture))
+}
+
+/// Notes rows whose baseline median is slower than the capture's past `--max-slowdown`,
+/// where the baseline's `host` was busier than the capture's ([`busier_than_capture`]):
+/// a baseline saved while a build ran read 9.59 ms for a region captured at 6.51 ms, and
+/// a doubled kernel passed against it with SAME and no word (a fresh-user pass). Not where
+/// the loads match: copies move from process to process on one quiet machine, and the
+/// note told a user to save again on a quiet machine on every run (another pass).
+fn slower_than_capture(
+    report: &mut Report,
+    options: &ReplayOptions,
+    source: Shown<'_>,
+    host: Option<HostLoad>,
+) {
     let Some(max) = options.max_slowdown else {
+        return;
+    };
+    let Some((saved, captured)) = busier_than_capture(host, report.trace.host_load_per_cpu) else {
         return;
     };
     let slower: Vec<(f64, &str)> = (report.timing.iter())
@@ -939,14 +971,17 @@ fn slower_than_capture(report: &mut Report, options: &ReplayOptions, source: Sho
         .filter(|&(ratio, _)| ratio > max)
         .collect();
     if let Some((widest, label)) = slower.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+        let load = |l| hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(l));
         report.notes.push(format!(
             "the baseline (of a replay of {source}) is slower than the capture past \
-             --max-slowdown {} in {} (widest {}: {label}): it may have been saved on a busier \
-             machine, and a slowdown judged against it can go unflagged; save it again on a \
-             quiet one",
+             --max-slowdown {} in {} (widest {}: {label}), and was saved on a busier machine \
+             (load {} against the capture's {}): a slowdown judged against it can go \
+             unflagged; save it again on a machine as quiet as the capture's",
             hrx_analysis::units::ratio(max),
             hrx_analysis::units::plural(slower.len() as u64, "region row"),
             hrx_analysis::units::ratio(*widest),
+            load(saved),
+            load(captured),
         ));
     }
 }

@@ -161,6 +161,9 @@ pub(crate) struct ChunkIndex {
     /// before then is handed the range closed, as a whole-trace replay reads it (an early
     /// chunk said it open, a later one closed: two notes, a break-it pass).
     ranges: HashMap<(RuntimeId, SubmissionIndex), s::TraceRange>,
+    /// The capture's host load per CPU: the counter's name and its highest sample (a
+    /// chunk's plan sees only the samples in its chunk).
+    host_load: (Option<s::AnnotationId>, Option<f64>),
 }
 
 /// A blob reference count that never falls to 0: a structural record refers to it.
@@ -240,6 +243,7 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         if crate::plan::trimmed_from_incomplete(&record).is_some() {
             index.trimmed_incomplete = true;
         }
+        crate::plan::host_load_sample(&mut index.host_load, &record);
         if let Record::TraceRange(r) = &record {
             index.ranges.insert((r.runtime, r.start), r.clone());
         }
@@ -319,6 +323,11 @@ impl ChunkIndex {
     pub(crate) fn digests_all(&self, runtime: RuntimeId) -> bool {
         (self.digested.iter())
             .any(|&(r, buffer)| r == runtime && self.gpu_local.contains(&(r, buffer)))
+    }
+
+    /// The capture's highest host load per CPU, where it recorded one.
+    pub(crate) fn host_load_per_cpu(&self) -> Option<f64> {
+        self.host_load.1
     }
 
     /// Whether the trace is a trim of an incomplete recording.
@@ -786,6 +795,53 @@ pub(crate) mod tests {
         }
         recorder.close().expect("close");
         sink.contents()
+    }
+
+    /// The capture's highest host load per CPU reaches a replay's report in chunks as in
+    /// one piece: a chunk's plan sees its own samples only, and a sample in a later chunk
+    /// than the counter's name (a runtime's end) was lost, so a busier baseline's note
+    /// weighed its load against the first sample alone.
+    #[test]
+    fn the_captures_host_load_is_read_over_every_chunk() {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+        {
+            let options = hrx::RuntimeOptions::sim().recorder(recorder.clone());
+            let rt = hrx::Runtime::new(options).expect("runtime");
+            let buffer = rt.buffer(64, hrx::Placement::HostVisible).expect("buffer");
+            let mut graph = rt.graph();
+            graph.fill(buffer.whole(), 7).expect("fill");
+            let graph = graph.prepare().expect("prepare");
+            for _ in 0..6 {
+                graph.submit().expect("submit").wait().expect("runs");
+            }
+            // The counter named again, and a loaded sample after the last submission.
+            recorder.record(&Record::AnnotationName(s::AnnotationName {
+                name: s::AnnotationId(999),
+                text: s::HOST_LOAD_COUNTER.into(),
+            }));
+            recorder.record(&Record::CounterSample(s::CounterSample {
+                thread: 0,
+                name: s::AnnotationId(999),
+                time_ns: 1,
+                value: s::CounterValue(9.5),
+            }));
+        }
+        recorder.close().expect("close");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("load.hrxt");
+        std::fs::write(&path, sink.contents()).unwrap();
+        let whole = crate::replay(
+            &Trace::from_bytes(&sink.contents()).unwrap(),
+            &Default::default(),
+        )
+        .expect("replayed");
+        let chunked =
+            crate::replay_file(&path, &crate::ReplayOptions::default().chunk_submissions(2))
+                .expect("replayed");
+        assert_eq!(whole.trace.host_load_per_cpu, Some(9.5));
+        assert_eq!(chunked.trace.host_load_per_cpu, Some(9.5));
     }
 
     /// Every chunk is handed the blobs its records refer to, a blob referred to again by a

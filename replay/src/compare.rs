@@ -983,6 +983,7 @@ pub(crate) fn report(
                 .map(|(kind, n)| (kind.to_owned(), n))
                 .collect(),
             runtimes,
+            host_load_per_cpu: plan.host_load_per_cpu,
         },
         replay: ReplayInfo {
             backend,

@@ -887,6 +887,8 @@ pub(crate) fn replay_stream<R: Read>(
         (notes, complete, recovery.lost),
         &chunker.cut,
     );
+    // Each chunk's plan saw its own samples only; the first pass read them all.
+    report.trace.host_load_per_cpu = chunker.index().host_load_per_cpu();
     report.replay.gpu_clocks = clocks.finish();
     Ok(report)
 }

@@ -263,20 +263,14 @@ pub(crate) fn plan_of(
     let mut recorded = None;
     let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
     // The capture's host load per CPU, as its runtimes set it at their start and end.
-    let mut host_load = None;
-    let mut loaded = false;
+    let mut host_load = (None, None);
     // The latest record of each range (a capture range's closing one restates its opening).
     let mut ranges: BTreeMap<(RuntimeId, u64), &s::TraceRange> = BTreeMap::new();
     for &record in &records {
+        if host_load_sample(&mut host_load, record) {
+            continue;
+        }
         match record {
-            Record::AnnotationName(name) if name.text == s::HOST_LOAD_COUNTER => {
-                host_load = Some(name.name);
-                continue;
-            }
-            Record::CounterSample(sample) => {
-                loaded |= Some(sample.name) == host_load && sample.value.0 >= 1.0;
-                continue;
-            }
             Record::SessionStart(start) => {
                 version = start.format_version;
                 recorded = Some(crate::baseline::recording(start));
@@ -340,7 +334,7 @@ pub(crate) fn plan_of(
     // In the replay's notes, beside the replay's own load in its header: a capture's
     // times that include waits for a CPU are a poor reference (a fresh-user pass: a 2x
     // slowdown replayed against such a capture passed, and only `record` had said so).
-    if loaded {
+    if host_load.1.is_some_and(|load| load >= 1.0) {
         notes.push(
             "the capture ran on a loaded host (a 1-minute load average of at least its CPUs \
              when a runtime started or ended): its host-side times include waits for a CPU, \
@@ -415,5 +409,31 @@ pub(crate) fn plan_of(
         recorded,
         complete,
         lost,
+        host_load_per_cpu: host_load.1,
     })
+}
+
+/// Reads the host-load counter from `record` into `host_load` (the counter's name, the
+/// highest sample per CPU so far); whether the record was one of the counter's.
+pub(crate) fn host_load_sample(
+    host_load: &mut (Option<s::AnnotationId>, Option<f64>),
+    record: &Record,
+) -> bool {
+    match record {
+        Record::AnnotationName(name) if name.text == s::HOST_LOAD_COUNTER => {
+            host_load.0 = Some(name.name);
+            true
+        }
+        Record::CounterSample(sample) => {
+            if Some(sample.name) == host_load.0 {
+                host_load.1 = Some(
+                    host_load
+                        .1
+                        .map_or(sample.value.0, |l| l.max(sample.value.0)),
+                );
+            }
+            true
+        }
+        _ => false,
+    }
 }

@@ -37,7 +37,7 @@ mod gather;
 mod runtime;
 
 pub(crate) use gather::{
-    ends, ends_notes, past_the_end, plan, plan_of, recovery_notes, refuse_gaps,
+    ends, ends_notes, host_load_sample, past_the_end, plan, plan_of, recovery_notes, refuse_gaps,
     trimmed_from_incomplete,
 };
 pub(crate) use runtime::host_observable_note;
@@ -412,6 +412,8 @@ pub(crate) struct Plan<'t> {
     pub complete: bool,
     /// Records the capture lost while recording.
     pub lost: hrx_capture::Lost,
+    /// The capture's highest host load per CPU, where it recorded one.
+    pub host_load_per_cpu: Option<f64>,
 }
 
 #[cfg(test)]

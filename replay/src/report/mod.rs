@@ -64,6 +64,10 @@ pub struct TraceInfo {
     pub range_unknown_bytes: u64,
     /// Each captured runtime.
     pub runtimes: Vec<RuntimeInfo>,
+    /// The capture's highest host load per CPU (`HOST_LOAD_COUNTER`), where it recorded
+    /// one: what a baseline's load is weighed against ([`crate::Baseline::judge`]).
+    #[serde(skip)]
+    pub host_load_per_cpu: Option<f64>,
 }
 
 /// One captured runtime.

@@ -895,8 +895,11 @@ fn a_baseline_behind_a_symbolic_link_is_added_to_through_it() {
     assert_eq!(crate::Baseline::load(&real).unwrap().runs, 1);
 }
 
-/// A baseline slower than the capture past --max-slowdown is said when it judges (saved on a
-/// busier machine, it lets a slowdown through unflagged); one as fast says nothing.
+/// A baseline slower than the capture past --max-slowdown is said when it judges, where its
+/// recorded load per CPU was 1 or more above the capture's (saved on a busier machine, it
+/// lets a slowdown through unflagged); one as fast, or as slow at the capture's load (copies
+/// moving between processes on one quiet machine: the note came on every run, telling the
+/// user to save it again on a quiet machine; a fresh-user pass), says nothing.
 #[test]
 fn a_baseline_slower_than_the_capture_is_said() {
     let options = crate::ReplayOptions {
@@ -906,7 +909,18 @@ fn a_baseline_slower_than_the_capture_is_said() {
     let captured_in = |median: u64| {
         let mut report = replayed_in(median);
         report.timing[0].captured = Some(durations(1_000_000));
+        report.trace.host_load_per_cpu = Some(0.2);
         report
+    };
+    // A baseline of `median` saved at a load average of `load` on 2 CPUs.
+    let saved = |median: u64, load: f64| {
+        let mut report = captured_in(median);
+        report.replay.host = crate::HostLoad {
+            cpus: 2,
+            load_before: Some(load),
+            load_after: Some(load),
+        };
+        crate::Baseline::of(&report)
     };
     let said = |baseline: &crate::Baseline| {
         let mut now = captured_in(1_000_000);
@@ -916,18 +930,25 @@ fn a_baseline_slower_than_the_capture_is_said() {
             .find(|n| n.contains("slower than the capture"))
             .cloned()
     };
-    let busy = crate::Baseline::of(&captured_in(1_600_000));
-    let note = said(&busy).expect("a baseline 1.6x the capture is said");
+    let note = said(&saved(1_600_000, 3.2)).expect("a busier baseline 1.6x the capture is said");
     assert!(
-        note.contains("past --max-slowdown 1.50x in 1 region row (widest 1.60x: "),
+        note.contains(
+            "past --max-slowdown 1.50x in 1 region row (widest 1.60x: GPU Compute, native \
+             graph: fill), and was saved on a busier machine (load 1.60 per CPU against the \
+             capture's 0.20 per CPU)"
+        ),
         "{note}"
     );
-    assert_eq!(said(&crate::Baseline::of(&captured_in(1_100_000))), None);
+    assert_eq!(said(&saved(1_600_000, 0.6)), None, "the capture's load");
+    assert_eq!(said(&saved(1_100_000, 3.2)), None, "as fast");
     // Slower by less than the timing floor (100 µs on host time): nothing is judged either
     // way, so nothing can go unflagged (a 0.7 µs region's 1.4 µs baseline was said).
     let short = |median: u64| {
         let mut report = replayed_in(median);
         report.timing[0].captured = Some(durations(1_000));
+        report.trace.host_load_per_cpu = Some(0.2);
+        report.replay.host.cpus = 2;
+        report.replay.host.load_before = Some(3.2);
         report
     };
     let mut now = short(1_000);
@@ -940,6 +961,45 @@ fn a_baseline_slower_than_the_capture_is_said() {
             .any(|n| n.contains("slower than the capture")),
         "{:?}",
         now.notes
+    );
+}
+
+/// A baseline is busier than the capture where its highest recorded load per CPU is 1 or
+/// more above the capture's highest, the step from quiet to loaded; unknown either side,
+/// it is not.
+#[test]
+fn a_baseline_is_busier_only_by_a_whole_load_per_cpu() {
+    use crate::baseline::busier_than_capture;
+    let host = |cpus, before, after| crate::HostLoad {
+        cpus,
+        load_before: before,
+        load_after: after,
+    };
+    assert_eq!(
+        busier_than_capture(Some(host(2, Some(0.4), Some(3.2))), Some(0.2)),
+        Some((1.6, 0.2))
+    );
+    assert_eq!(
+        busier_than_capture(Some(host(4, None, Some(10.0))), Some(1.2)),
+        Some((2.5, 1.2))
+    );
+    // One machine minutes apart: 0.35-0.6 per CPU against 0.07 (the pass's loads).
+    assert_eq!(
+        busier_than_capture(Some(host(2, Some(0.7), Some(1.2))), Some(0.07)),
+        None
+    );
+    assert_eq!(
+        busier_than_capture(Some(host(2, Some(2.4), Some(2.4))), Some(0.9)),
+        None
+    );
+    assert_eq!(
+        busier_than_capture(Some(host(2, Some(4.0), None)), None),
+        None
+    );
+    assert_eq!(busier_than_capture(None, Some(0.1)), None);
+    assert_eq!(
+        busier_than_capture(Some(host(0, Some(4.0), None)), Some(0.1)),
+        None
     );
 }
 
