@@ -939,7 +939,16 @@ fn a_baseline_slower_than_the_capture_is_said() {
         ),
         "{note}"
     );
-    assert_eq!(said(&saved(1_600_000, 0.6)), None, "the capture's load");
+    // At the capture's load, what is so and no cause (a note naming a busier machine on
+    // every run of one quiet machine read as wrong: a fresh-user pass).
+    let note = said(&saved(1_600_000, 0.6)).expect("a baseline 1.6x the capture is said");
+    assert!(
+        note.ends_with(
+            "(widest 1.60x: GPU Compute, native graph: fill): a slowdown judged against the \
+             baseline alone can go unflagged there (the capture judges those rows too)"
+        ),
+        "{note}"
+    );
     assert_eq!(said(&saved(1_100_000, 3.2)), None, "as fast");
     // Slower by less than the timing floor (100 µs on host time): nothing is judged either
     // way, so nothing can go unflagged (a 0.7 µs region's 1.4 µs baseline was said).
