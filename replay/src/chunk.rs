@@ -797,12 +797,10 @@ pub(crate) mod tests {
         sink.contents()
     }
 
-    /// The capture's highest host load per CPU reaches a replay's report in chunks as in
-    /// one piece: a chunk's plan sees its own samples only, and a sample in a later chunk
-    /// than the counter's name (a runtime's end) was lost, so a busier baseline's note
-    /// weighed its load against the first sample alone.
-    #[test]
-    fn the_captures_host_load_is_read_over_every_chunk() {
+    /// A capture of 6 submissions quiet at its start and loaded at its end: its runtime's
+    /// host-load samples set to 0.1 per CPU, the last (at the runtime's end, in the last
+    /// chunk of any chunking, the counter named in the first) to 9.5.
+    fn loaded_at_its_end() -> Vec<u8> {
         let sink = hrx_capture::MemorySink::new();
         let recorder =
             hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
@@ -816,32 +814,71 @@ pub(crate) mod tests {
             for _ in 0..6 {
                 graph.submit().expect("submit").wait().expect("runs");
             }
-            // The counter named again, and a loaded sample after the last submission.
-            recorder.record(&Record::AnnotationName(s::AnnotationName {
-                name: s::AnnotationId(999),
-                text: s::HOST_LOAD_COUNTER.into(),
-            }));
-            recorder.record(&Record::CounterSample(s::CounterSample {
-                thread: 0,
-                name: s::AnnotationId(999),
-                time_ns: 1,
-                value: s::CounterValue(9.5),
-            }));
         }
         recorder.close().expect("close");
+        let mut records = Trace::from_bytes(&sink.contents()).unwrap().records;
+        let mut load = (None, None);
+        let mut samples = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            crate::plan::host_load_sample(&mut load, record);
+            if let Record::CounterSample(c) = record
+                && Some(c.name) == load.0
+            {
+                samples.push(i);
+            }
+        }
+        let [.., last] = samples[..] else {
+            panic!("no host load sample");
+        };
+        assert!(samples.len() >= 2, "a sample at the start and at the end");
+        for i in samples {
+            if let Record::CounterSample(c) = &mut records[i] {
+                c.value.0 = if i == last { 9.5 } else { 0.1 };
+            }
+        }
+        encode(&records)
+    }
+
+    /// The capture's highest host load per CPU reaches a replay's report in chunks as in
+    /// one piece: a chunk's plan sees its own samples only, and a sample in a later chunk
+    /// than the counter's name (a runtime's end) was lost, so a busier baseline's note
+    /// weighed its load against the first sample alone.
+    #[test]
+    fn the_captures_host_load_is_read_over_every_chunk() {
+        let bytes = loaded_at_its_end();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("load.hrxt");
-        std::fs::write(&path, sink.contents()).unwrap();
-        let whole = crate::replay(
-            &Trace::from_bytes(&sink.contents()).unwrap(),
-            &Default::default(),
-        )
-        .expect("replayed");
+        std::fs::write(&path, &bytes).unwrap();
+        let whole = crate::replay(&Trace::from_bytes(&bytes).unwrap(), &Default::default())
+            .expect("replayed");
         let chunked =
             crate::replay_file(&path, &crate::ReplayOptions::default().chunk_submissions(2))
                 .expect("replayed");
         assert_eq!(whole.trace.host_load_per_cpu, Some(9.5));
         assert_eq!(chunked.trace.host_load_per_cpu, Some(9.5));
+    }
+
+    /// A streamed replay notes a capture loaded only in a later chunk, as a whole one does
+    /// (each chunk's plan worked the note out from its own samples: a capture quiet at its
+    /// start and loaded at its end was a good reference for --max-slowdown, a break-it pass).
+    #[test]
+    fn a_capture_loaded_in_a_later_chunk_is_noted_as_loaded() {
+        let bytes = loaded_at_its_end();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("load.hrxt");
+        std::fs::write(&path, &bytes).unwrap();
+        let whole = crate::replay(&Trace::from_bytes(&bytes).unwrap(), &Default::default())
+            .expect("replayed");
+        let chunked =
+            crate::replay_file(&path, &crate::ReplayOptions::default().chunk_submissions(2))
+                .expect("replayed");
+        let loaded = |notes: &[String]| {
+            (notes.iter())
+                .filter(|n| n.starts_with("the capture ran on a loaded host"))
+                .count()
+        };
+        assert_eq!(loaded(&whole.notes), 1, "{:?}", whole.notes);
+        assert_eq!(loaded(&chunked.notes), 1, "{:?}", chunked.notes);
     }
 
     /// Every chunk is handed the blobs its records refer to, a blob referred to again by a

@@ -692,7 +692,12 @@ pub(crate) fn replay_stream<R: Read>(
     };
     while let Some(trace) = chunker.next_chunk().map_err(read_error)? {
         let first = chunker.chunks() == 1;
-        let mut plan = match plan::plan_of(&trace, None, cut_short(chunker.index())) {
+        let mut plan = match plan::plan_of(
+            &trace,
+            None,
+            cut_short(chunker.index()),
+            chunker.index().host_load_per_cpu(),
+        ) {
             Ok(plan) => plan,
             // A chunk of late records only, or, in a file cut short, of records of
             // submissions whose `Submit` it lacks: said as a whole replay says them.
@@ -887,8 +892,6 @@ pub(crate) fn replay_stream<R: Read>(
         (notes, complete, recovery.lost),
         &chunker.cut,
     );
-    // Each chunk's plan saw its own samples only; the first pass read them all.
-    report.trace.host_load_per_cpu = chunker.index().host_load_per_cpu();
     report.replay.gpu_clocks = clocks.finish();
     Ok(report)
 }
@@ -937,7 +940,12 @@ fn compare_last(
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
-    let mut plan = plan::plan_of(&pending.trace, None, cut_short(index))?;
+    let mut plan = plan::plan_of(
+        &pending.trace,
+        None,
+        cut_short(index),
+        index.host_load_per_cpu(),
+    )?;
     digest_as_captured(&mut plan, index);
     // The plan marked what its own chunk taints; again with what earlier chunks left.
     for rp in &mut plan.runtimes {

@@ -229,7 +229,11 @@ pub(crate) fn ends_notes(warnings: &[hrx_capture::Warning]) -> Vec<String> {
 /// [`ReplayError::Unreplayable`] for any inconsistency or missing data.
 pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, ReplayError> {
     let cut_short = !trace.recovery.is_complete() || !trace.recovery.lost.is_none();
-    plan_of(trace, until, cut_short)
+    let mut host_load = (None, None);
+    for record in &trace.records {
+        host_load_sample(&mut host_load, record);
+    }
+    plan_of(trace, until, cut_short, host_load.1)
 }
 
 /// [`plan`], where `cut_short` says whether the file `trace` was read from is incomplete or
@@ -243,10 +247,15 @@ pub(crate) fn plan(trace: &Trace, until: Option<u64>) -> Result<Plan<'_>, Replay
 ///
 /// # Errors
 /// As [`plan`].
+///
+/// `host_load_per_cpu` is the capture's highest host load per CPU over the whole file, the
+/// one figure its notes and report take: a chunk of a streamed replay holds only its own
+/// samples ([`crate::chunk::ChunkIndex::host_load_per_cpu`]).
 pub(crate) fn plan_of(
     trace: &Trace,
     until: Option<u64>,
     cut_short: bool,
+    host_load_per_cpu: Option<f64>,
 ) -> Result<Plan<'_>, ReplayError> {
     let blobs = trace.blobs();
     let lost = trace.recovery.lost;
@@ -262,14 +271,9 @@ pub(crate) fn plan_of(
     let mut version = (trace.header.version.major.0, trace.header.version.minor.0);
     let mut recorded = None;
     let mut gathered: BTreeMap<RuntimeId, Gather<'_>> = BTreeMap::new();
-    // The capture's host load per CPU, as its runtimes set it at their start and end.
-    let mut host_load = (None, None);
     // The latest record of each range (a capture range's closing one restates its opening).
     let mut ranges: BTreeMap<(RuntimeId, u64), &s::TraceRange> = BTreeMap::new();
     for &record in &records {
-        if host_load_sample(&mut host_load, record) {
-            continue;
-        }
         match record {
             Record::SessionStart(start) => {
                 version = start.format_version;
@@ -334,7 +338,9 @@ pub(crate) fn plan_of(
     // In the replay's notes, beside the replay's own load in its header: a capture's
     // times that include waits for a CPU are a poor reference (a fresh-user pass: a 2x
     // slowdown replayed against such a capture passed, and only `record` had said so).
-    if host_load.1.is_some_and(|load| load >= 1.0) {
+    // Read over the whole file: a chunk of a streamed replay whose own samples were quiet
+    // (the loaded one at the runtime's end in a later chunk) said nothing (a break-it pass).
+    if host_load_per_cpu.is_some_and(|load| load >= 1.0) {
         notes.push(
             "the capture ran on a loaded host (a 1-minute load average of at least its CPUs \
              when a runtime started or ended): its host-side times include waits for a CPU, \
@@ -409,31 +415,27 @@ pub(crate) fn plan_of(
         recorded,
         complete,
         lost,
-        host_load_per_cpu: host_load.1,
+        host_load_per_cpu,
     })
 }
 
 /// Reads the host-load counter from `record` into `host_load` (the counter's name, the
-/// highest sample per CPU so far); whether the record was one of the counter's.
+/// highest sample per CPU so far).
 pub(crate) fn host_load_sample(
     host_load: &mut (Option<s::AnnotationId>, Option<f64>),
     record: &Record,
-) -> bool {
+) {
     match record {
         Record::AnnotationName(name) if name.text == s::HOST_LOAD_COUNTER => {
             host_load.0 = Some(name.name);
-            true
         }
-        Record::CounterSample(sample) => {
-            if Some(sample.name) == host_load.0 {
-                host_load.1 = Some(
-                    host_load
-                        .1
-                        .map_or(sample.value.0, |l| l.max(sample.value.0)),
-                );
-            }
-            true
+        Record::CounterSample(sample) if Some(sample.name) == host_load.0 => {
+            host_load.1 = Some(
+                host_load
+                    .1
+                    .map_or(sample.value.0, |l| l.max(sample.value.0)),
+            );
         }
-        _ => false,
+        _ => {}
     }
 }
