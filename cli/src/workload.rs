@@ -530,7 +530,7 @@ fn execute(
     }
     let device = format!("{}: {}", info.backend, info.name);
     let outcome = match (workload, photos) {
-        (Workload::Hazards, _) => hazards(&runtime, device),
+        (Workload::Hazards, _) => hazards(&runtime, device, fault.as_ref()),
         (_, Some(mut photos)) => {
             let frames = args.frames.unwrap_or(match workload {
                 Workload::Faults => photos.len().max(FAULTS_MIN_FRAMES),
@@ -610,18 +610,11 @@ fn execute(
                 (_, None, Some(fault)) if !runtime.fault_fired() => (
                     format!("{done}; the injected fault {fault} never fired"),
                     Some(
-                        Failure::new(format!(
-                            "the injected fault {fault} never fired in {}",
-                            plural(frames as u64, "frame")
-                        ))
-                        .hint(match fault.target {
-                            FaultTarget::Operation(_) => {
-                                "run more --frames, or name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's device operations are its `op` records in `dump` other than host callbacks; `node=` numbers a graph's operations from 0, where op=N counts across submissions from 1)"
-                            }
-                            FaultTarget::Kernel { .. } => {
-                                "`#N` counts the kernel's dispatches across the run from 1: run more --frames, or check the kernel name and dispatch number against `dump`"
-                            }
-                        })
+                        never_fired(
+                            &fault,
+                            &plural(frames as u64, "frame"),
+                            "run more --frames, or ",
+                        )
                         .into(),
                     ),
                 ),
@@ -698,21 +691,58 @@ fn name(workload: Workload) -> &'static str {
     }
 }
 
-fn hazards(runtime: &Runtime, device: String) -> Outcome {
+/// The failure of a run in which the injected `fault` never fired (`within`: how much ran,
+/// as "2 frames"; `more`: how to run longer, where the workload can, as "run more --frames,
+/// or "): a run that went as it would without the fault is not the run asked for.
+fn never_fired(fault: &FaultSpec, within: &str, more: &str) -> Failure {
+    Failure::new(format!("the injected fault {fault} never fired in {within}")).hint(
+        match fault.target {
+            FaultTarget::Operation(_) => format!(
+                "{more}name an earlier operation: op=N counts the device operations of all submissions from 1, in submission order (a graph's device operations are its `op` records in `dump` other than host callbacks; `node=` numbers a graph's operations from 0, where op=N counts across submissions from 1)"
+            ),
+            FaultTarget::Kernel { .. } => format!(
+                "`#N` counts the kernel's dispatches across the run from 1: {more}check the kernel name and dispatch number against `dump`"
+            ),
+        },
+    )
+}
+
+fn hazards(runtime: &Runtime, device: String, fault: Option<&FaultSpec>) -> Outcome {
     match hrx_workloads::run_hazards(runtime) {
         Ok(report) => {
             let kinds: Vec<_> = report.in_graph.iter().map(|k| k.short()).collect();
-            Outcome {
-                workload: format!(
-                    "hazards: graphs {} submitted back to back; {} inside graphs; {} conflicting \
-                     pairs across submissions",
-                    report.submissions.join(", "),
-                    kinds.join(", "),
-                    report.across_submissions.len()
+            let workload = format!(
+                "hazards: graphs {} submitted back to back; {} inside graphs; {} conflicting \
+                 pairs across submissions",
+                report.submissions.join(", "),
+                kinds.join(", "),
+                report.across_submissions.len()
+            );
+            let ok = "ok: final buffers match the sequential reference";
+            // As the pipeline workloads: a fault that never fired is the run's failure (it
+            // passed silently, exit 0: a break-it pass).
+            let (outcome, error) = match fault {
+                Some(fault) if !runtime.fault_fired() => (
+                    format!("{ok}; the injected fault {fault} never fired"),
+                    Some(
+                        never_fired(
+                            fault,
+                            &format!(
+                                "the hazards workload's {} submissions",
+                                report.submissions.len()
+                            ),
+                            "",
+                        )
+                        .into(),
+                    ),
                 ),
+                _ => (ok.into(), None),
+            };
+            Outcome {
+                workload,
                 device,
-                outcome: "ok: final buffers match the sequential reference".into(),
-                error: None,
+                outcome,
+                error,
                 stopped: false,
             }
         }

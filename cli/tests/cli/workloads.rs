@@ -329,6 +329,74 @@ fn faults_that_never_fire_are_an_error() {
     );
 }
 
+/// The hazards workload fails on a fault that never fired, as the pipeline workloads do (it
+/// ran, exit 0, and said nothing: a break-it pass), from `--fault` or `HRX_FAULT`, and the
+/// summary of what it recorded is still printed; a fault that fires fails it as injected.
+#[test]
+fn hazards_fails_on_a_fault_that_never_fires() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, spec, hint) in [
+        (
+            "f.hrxt",
+            "kernel=hrx_fill_u32#2:kernel-error",
+            "check the kernel name",
+        ),
+        (
+            "i.hrxt",
+            "kernel=hrx_iota#50:kernel-error",
+            "check the kernel name",
+        ),
+        ("o.hrxt", "op=9999:device-lost", "name an earlier operation"),
+    ] {
+        let output = run(
+            dir.path(),
+            &[
+                "record",
+                "--workload",
+                "hazards",
+                "-o",
+                file,
+                "--fault",
+                spec,
+            ],
+        );
+        assert_error(
+            &output,
+            &format!(
+                "the injected fault {spec} never fired in the hazards workload's 4 submissions"
+            ),
+        );
+        assert!(stderr(&output).contains(hint), "{}", stderr(&output));
+        // No frames to add: the hint does not offer them.
+        assert!(!stderr(&output).contains("--frames"), "{}", stderr(&output));
+        let out = stdout(&output);
+        assert!(field(&out, "outcome").ends_with("never fired"), "{out}");
+        assert!(field(&out, "file").contains(file), "{out}");
+    }
+    let output = crate::util::hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "e.hrxt"])
+        .env("HRX_FAULT", "op=9999:device-lost")
+        .output()
+        .unwrap();
+    assert_error(
+        &output,
+        "the injected fault op=9999:device-lost never fired",
+    );
+    let output = run(
+        dir.path(),
+        &[
+            "record",
+            "--workload",
+            "hazards",
+            "-o",
+            "k.hrxt",
+            "--fault",
+            "kernel=hrx_fill_u32:kernel-error",
+        ],
+    );
+    assert_error(&output, "the hazards workload failed");
+}
+
 /// A failed workload whose standard output was closed before its first line (`| true`)
 /// still fails: its error, exit 2, and one line saying the summary was cut. The first three
 /// summary lines returned at the closed pipe, skipping the run's checks: exit 0 and nothing
