@@ -285,21 +285,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             0 => String::new(),
             n => format!(" ({n} of them operations)"),
         };
-        // Named: the file holds the mark, and "0 events" alone read as if it lacked it.
-        let mut ends = String::new();
-        for (n, name) in [
-            (incomplete, "trace incomplete"),
-            (live, "trace being recorded"),
-        ] {
-            match (n, ends.is_empty()) {
-                (0, _) => {}
-                (n, true) => ends = format!(" ({n} of them {name}"),
-                (n, false) => ends += &format!(", {n} {name}"),
-            }
-        }
-        if !ends.is_empty() {
-            ends.push(')');
-        }
+        let ends = marks(incomplete, live);
         let mut out = crate::output::stdout();
         writeln!(
             out,
@@ -363,6 +349,28 @@ fn failed_file(files: &[PathBuf], at: u64) -> PathBuf {
 /// Removes a half-written export `partial` of `output` (a half-written export is not an
 /// export: leave nothing rather than a file that does not parse; an earlier export at
 /// `output` stays) and says so in the error.
+/// The summary's words for the marks of traces not read whole (`incomplete` traces
+/// incomplete, `live` being recorded), after the count of the events that hold them, as
+/// " (1 of them trace incomplete)"; empty where there are none. Named: the file holds the
+/// mark, and "0 events" alone read as if it lacked it.
+fn marks(incomplete: u64, live: u64) -> String {
+    let mut ends = String::new();
+    for (n, name) in [
+        (incomplete, "trace incomplete"),
+        (live, "trace being recorded"),
+    ] {
+        match (n, ends.is_empty()) {
+            (0, _) => {}
+            (n, true) => ends = format!(" ({n} of them {name}"),
+            (n, false) => ends += &format!(", {n} {name}"),
+        }
+    }
+    if !ends.is_empty() {
+        ends.push(')');
+    }
+    ends
+}
+
 fn remove_incomplete(partial: &Path, output: &Path, error: anyhow::Error) -> anyhow::Error {
     let removed = std::fs::metadata(partial).is_ok_and(|m| m.is_file())
         && std::fs::remove_file(partial).is_ok();
@@ -760,26 +768,34 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
         ));
     }
     let mut total = export::ExportCounts::default();
-    let mut events = 0;
+    let (mut events, mut incomplete, mut live) = (0, 0, 0);
     for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
         warn(file, exported, session);
         total.slices += exported.counts.slices;
         total.operation_slices += exported.counts.operation_slices;
         total.native_graph_slices += exported.counts.native_graph_slices;
         events += exported.counts.instants + exported.counts.recorder_instants;
+        match exported.being_recorded {
+            true => live += exported.counts.incomplete_marks,
+            false => incomplete += exported.counts.incomplete_marks,
+        }
     }
     no_operation_times(&total);
-    let mut out = crate::output::stdout();
-    writeln!(
-        out,
-        "{}: {} tables, {}, {} of {}, {} (parquet)",
-        dir.shown(),
-        ours.len() - 1, // the marker is no table
-        plural(total.slices, "region row"),
-        plural(total.operation_slices, "operation timing row"),
-        plural(args.files.len() as u64, "trace"),
-        plural(events, "event row"),
-    )?;
+    // `-q`: as the other formats (it printed the summary all the same: a break-it pass).
+    if !crate::output::quiet() {
+        let mut out = crate::output::stdout();
+        writeln!(
+            out,
+            "{}: {} tables, {}, {} of {}, {}{} (parquet)",
+            dir.shown(),
+            ours.len() - 1, // the marker is no table
+            plural(total.slices, "region row"),
+            plural(total.operation_slices, "operation timing row"),
+            plural(args.files.len() as u64, "trace"),
+            plural(events, "event row"),
+            marks(incomplete, live),
+        )?;
+    }
     interruptible.finished();
     Ok(ExitCode::SUCCESS)
 }

@@ -224,6 +224,30 @@ fn quiet_drops_notes_and_summaries_never_warnings_or_reports() {
         stderr(&export)
     );
     assert!(dir.path().join("cut.json").exists());
+    // Parquet too (it printed its summary with -q); without -q its summary names the mark
+    // of the trace not read whole, as chrome's does.
+    for (quiet, out) in [(true, "q.parquet"), (false, "n.parquet")] {
+        let mut args = vec!["export", "--format", "parquet", "cut.hrxt", "-o", out];
+        if quiet {
+            args.insert(1, "-q");
+        }
+        let export = run(dir.path(), &args);
+        assert_eq!(code(&export), 0, "{}", stderr(&export));
+        assert!(
+            stderr(&export).contains("warning: cut.hrxt:"),
+            "{}",
+            stderr(&export)
+        );
+        assert!(dir.path().join(out).join("events.parquet").exists());
+        match quiet {
+            true => assert_eq!(stdout(&export), "", "no summary with -q"),
+            false => assert!(
+                stdout(&export).contains(" (1 of them trace incomplete) (parquet)"),
+                "{}",
+                stdout(&export)
+            ),
+        }
+    }
     // `-v` says what was read.
     let verbose = run(dir.path(), &["stats", "-v", "h.hrxt"]);
     assert!(
