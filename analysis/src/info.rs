@@ -186,6 +186,8 @@ pub struct TraceInfo {
     pub poisoned: u64,
     /// Injected faults that fired.
     pub faults: u64,
+    /// The runtimes an injected fault fired in (a `FaultInjected` of theirs).
+    pub faulted_runtimes: std::collections::BTreeSet<RuntimeId>,
     /// The last counters snapshot of each runtime.
     pub counters: BTreeMap<RuntimeId, Counters>,
     /// Earliest and latest host time seen, in ns since the session start.
@@ -303,6 +305,7 @@ impl TraceInfo {
             quarantines: 0,
             poisoned: 0,
             faults: 0,
+            faulted_runtimes: Default::default(),
             counters: BTreeMap::new(),
             span_ns: None,
             first_submit_ns: None,
@@ -421,7 +424,10 @@ impl TraceInfo {
             },
             Record::Quarantine(_) => self.quarantines += 1,
             Record::Poison(_) => self.poisoned += 1,
-            Record::FaultInjected(_) => self.faults += 1,
+            Record::FaultInjected(f) => {
+                self.faults += 1;
+                self.faulted_runtimes.insert(f.runtime);
+            }
             Record::Counters(counters) => {
                 self.counters.insert(counters.runtime, *counters);
             }
@@ -448,6 +454,24 @@ impl TraceInfo {
             .filter(|(name, _)| !Record::KIND_NAMES.contains(name))
             .map(|(name, n)| (*name, *n));
         known.chain(newer).collect()
+    }
+
+    /// The runtimes given a fault to inject whose fault the trace never saw fire, with the
+    /// fault: no `FaultInjected` of theirs, nor a range saying it fired before the range
+    /// (its `TraceRange::fault` with no count left). Where the trace is incomplete, its
+    /// record may have been lost with the trace's end.
+    pub fn faults_not_fired(&self) -> Vec<(RuntimeId, &str)> {
+        let fired_before_a_range = |runtime| {
+            (self.ranges.values()).any(|r| {
+                r.runtime == runtime && r.fault.as_ref().is_some_and(|f| f.from_start.is_none())
+            })
+        };
+        (self.runtimes.iter())
+            .filter_map(|rt| Some((rt.runtime, rt.fault.as_deref()?)))
+            .filter(|&(runtime, _)| {
+                !self.faulted_runtimes.contains(&runtime) && !fired_before_a_range(runtime)
+            })
+            .collect()
     }
 
     /// Bytes copied by all runtimes, from their last counters; `None` without counters.

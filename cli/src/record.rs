@@ -142,6 +142,25 @@ pub fn warn_empty_range(range: Option<&hrx_capture::CaptureRange>, path: &Path, 
     }
 }
 
+/// A warning for each fault a runtime of the program was given (`HRX_FAULT`, or its own
+/// options) that the trace never saw fire: the run went as it would have without it, and
+/// was taken for a faulted one (it was silent, exit 0: a break-it pass). A warning, kept by
+/// `-q`; the exit code stays the program's.
+fn warn_faults_not_fired(path: &Path, stats: &TraceInfo) {
+    let whole = stats.recovery.is_complete() && stats.recovery.lost.is_none();
+    for (runtime, fault) in stats.faults_not_fired() {
+        crate::output::warn(format_args!(
+            "{}: runtime {runtime}: the injected fault {fault} never fired{}",
+            path.shown(),
+            if whole {
+                ""
+            } else {
+                " (or the trace lost its record: it is incomplete)"
+            }
+        ));
+    }
+}
+
 fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Result<ExitCode> {
     let Some((program, program_args)) = args.program.split_first() else {
         return Err(Failure::new("nothing to record")
@@ -359,6 +378,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                         .and_then(|()| print_summary(&path, &stats, json))
                 };
                 warn_empty_range(range.as_ref(), &path, &stats);
+                warn_faults_not_fired(&path, &stats);
                 let replaced_by = (code == 0 && !stats.recovery.clean_close)
                     .then(|| exec_successor(absolute, &stats, &written))
                     .flatten();

@@ -1013,3 +1013,41 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
     assert!(!err.contains("is lost"), "{err}");
     assert_eq!(std::fs::read(dir.path().join("t.hrxt")).unwrap(), earlier);
 }
+
+/// A fault `HRX_FAULT` gave the program that never fired is a warning (`-q` keeps it), the
+/// exit code the program's (it was silent, exit 0: a break-it pass); one that fired is not
+/// said so.
+#[test]
+fn a_fault_that_never_fired_in_the_program_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = example("traced");
+    let record = |fault: &str, quiet: bool, file: &str| {
+        let mut command = hrx_trace(dir.path());
+        if quiet {
+            command.arg("-q");
+        }
+        command
+            .args(["record", "-o", file, "--"])
+            .arg(&traced)
+            .arg("2")
+            .env("HRX_FAULT", fault)
+            .output()
+            .unwrap()
+    };
+    for (quiet, file) in [(false, "n.hrxt"), (true, "q.hrxt")] {
+        let output = record("op=9999:device-lost", quiet, file);
+        assert_eq!(code(&output), 0, "{}", stderr(&output));
+        let warned = format!(
+            "warning: {file}: runtime 1: the injected fault op=9999:device-lost never fired\n"
+        );
+        assert!(stderr(&output).contains(&warned), "{}", stderr(&output));
+    }
+    // The first fill fails: the program's exit code (1), and nothing said of a fault.
+    let output = record("op=1:kernel-error", false, "f.hrxt");
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("never fired"),
+        "{}",
+        stderr(&output)
+    );
+}
