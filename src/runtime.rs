@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 pub enum BackendChoice {
     /// `HRX_BACKEND` if set, else CUDA when this build has it (feature `cuda`), libcuda loads
     /// and the GPU ordinal exists, else `Sim` (also `Sim` when a fault is injected: fault
-    /// injection is a software-device feature). With `HRX_VERBOSE` set, the reason for falling
+    /// injection is a software-device feature). With `HRX_VERBOSE=1`, the reason for falling
     /// back is printed to stderr.
     #[default]
     Auto,
@@ -305,6 +305,8 @@ impl RuntimeOptions {
         hrx_capture::compression_threads_from_env().map_err(|e| Error::Message(e.to_string()))?;
         // Each widens only (as HRX_TRACE_DIGESTS): an explicit `true` option stays.
         self.trace_contents |= env_flag("HRX_TRACE_CONTENTS")?;
+        // Read where `auto` skips a backend, long after a typo could be said.
+        env_flag(crate::switch::VERBOSE_ENV)?;
         if !self.kernel_times && self.builtin_kernel_times {
             self = self.kernels_switch(env_switch("HRX_TRACE_KERNELS")?);
         }
@@ -437,7 +439,7 @@ pub(crate) fn open_device(
                 match opened {
                     Ok(device) => return Ok(Arc::new(device)),
                     Err(error) => {
-                        if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
+                        if crate::switch::verbose() {
                             crate::error::to_stderr(format_args!("hrx: using the software device: {error}"));
                         }
                         crate::gpu::cuda::note_fallback(error.to_string());
@@ -455,7 +457,7 @@ pub(crate) fn open_device(
                 match opened {
                     Ok(device) => return Ok(Arc::new(device)),
                     Err(error) => {
-                        if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
+                        if crate::switch::verbose() {
                             crate::error::to_stderr(format_args!("hrx: skipping HIP: {error}"));
                         }
                         crate::gpu::hip::note_fallback(error.to_string());

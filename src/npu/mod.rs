@@ -15,7 +15,7 @@
 //!
 //! Backend selection ([`NpuBackendChoice`], `RuntimeOptions::npu_backend`, `HRX_NPU_BACKEND`):
 //! `auto` opens XRT device 0 when this build has XRT and XRT finds a device, else the
-//! simulator (with `HRX_VERBOSE` set it says why); `xrt` without a device is
+//! simulator (with `HRX_VERBOSE=1` it says why); `xrt` without a device is
 //! [`crate::Error::Unsupported`] naming XRT, never a crash.
 
 #[cfg(feature = "xrt")]
@@ -112,7 +112,7 @@ pub(crate) fn open(choice: NpuBackendChoice, fault: bool) -> Result<NpuDevice> {
                 match opened {
                     Ok(device) => return Ok(NpuDevice::Xrt(device)),
                     Err(error) => {
-                        if std::env::var_os("HRX_VERBOSE").is_some_and(|v| !v.is_empty()) {
+                        if crate::switch::verbose() {
                             crate::error::to_stderr(format_args!(
                                 "hrx: using the NPU simulator: {error}"
                             ));

@@ -921,6 +921,38 @@ fn hrx_trace_contents_is_validated() {
     }
 }
 
+/// `HRX_VERBOSE` takes 0 or 1 (empty: unset), as every `HRX_` switch: any non-empty value,
+/// `0` included, turned it on (a break-it pass). Where `auto` skips CUDA (no driver here),
+/// `1` says why and `0` says nothing.
+#[test]
+fn hrx_verbose_takes_0_or_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = |verbose: &str| {
+        hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "v.hrxt"])
+            .env("HRX_VERBOSE", verbose)
+            .output()
+            .unwrap()
+    };
+    for bad in ["x", "-1", "yes"] {
+        assert_error(
+            &record(bad),
+            &format!("HRX_VERBOSE: expected 0 or 1, got \"{bad}\""),
+        );
+    }
+    for quiet in ["0", ""] {
+        let out = record(quiet);
+        assert_eq!(code(&out), 0, "{quiet:?}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("hrx: "),
+            "{quiet:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = record("1");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 /// `HRX_HUGE_PAGES` takes 0 or 1 (empty: unset) as well: `off` left large buffers on huge
 /// pages without a word, where a user meant to turn them off (session 53's break-it pass).
 #[test]
