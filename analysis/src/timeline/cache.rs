@@ -89,7 +89,8 @@ pub struct CacheOptions {
 
 impl CacheOptions {
     /// From [`CACHE_ENV`] and [`CACHE_MIN_ENV`]; by default `hrx-trace-view` in the
-    /// temporary directory and [`DEFAULT_MIN_BYTES`] (also when [`CACHE_MIN_ENV`] is empty).
+    /// temporary directory and [`DEFAULT_MIN_BYTES`] (also when [`CACHE_MIN_ENV`] is empty or
+    /// blank; a number may be padded).
     ///
     /// # Errors
     ///
@@ -101,9 +102,13 @@ impl CacheOptions {
             Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
             _ => Some(std::env::temp_dir().join("hrx-trace-view")),
         };
+        // Padding trimmed, as `HRX_SIM_MEMORY`'s: blanks alone are unset as empty is (" "
+        // was refused while " 100 " was taken: a break-it pass).
         let min_bytes = match std::env::var_os(CACHE_MIN_ENV) {
-            Some(v) if !v.is_empty() => (v.to_str().and_then(|v| v.trim().parse().ok()))
-                .ok_or_else(|| format!("{CACHE_MIN_ENV}: expected a number of bytes, got {v:?}"))?,
+            Some(v) if v.to_str().is_none_or(|t| !t.trim().is_empty()) => (v
+                .to_str()
+                .and_then(|v| v.trim().parse().ok()))
+            .ok_or_else(|| format!("{CACHE_MIN_ENV}: expected a number of bytes, got {v:?}"))?,
             _ => DEFAULT_MIN_BYTES,
         };
         Ok(CacheOptions { dir, min_bytes })

@@ -487,6 +487,18 @@ fn an_invalid_cache_threshold_is_named() {
         "HRX_VIEW_CACHE_MIN_BYTES: expected a number of bytes, got \"32MB\"",
     );
     assert!(stdout(&output).is_empty());
+    // Padding is trimmed, as HRX_SIM_MEMORY's is: blanks alone are unset as empty is (" "
+    // was refused while " 100 " was taken: a break-it pass).
+    for padded in ["", " ", " 100 "] {
+        let output = hrx_trace(dir.path())
+            .args(["view", "h.hrxt"])
+            .env("HRX_VIEW_CACHE_MIN_BYTES", padded)
+            .env("HRX_VIEW_CACHE", dir.path().join("cache"))
+            .env("HRX_TUI_HEADLESS_FRAME", "80x24")
+            .output()
+            .unwrap();
+        assert_eq!(code(&output), 0, "{padded:?}: {}", stderr(&output));
+    }
 }
 
 /// `HRX_TUI_ASCII=1` draws the frame in ASCII only (borders, `…`, `µ` and the bars stayed
