@@ -404,8 +404,9 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         lines.push(field(
             "host",
             format!(
-                "{} → {} ({})",
+                "{} {} {} ({})",
                 units::time(span.start_ns),
+                sym.to,
                 hrx_analysis::RUNNING_AT_END,
                 units::time(span.end_ns)
             ),
@@ -414,8 +415,9 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         lines.push(field(
             "host",
             format!(
-                "{} → {}  ({})",
+                "{} {} {}  ({})",
                 units::time(span.start_ns),
+                sym.to,
                 units::time(span.end_ns),
                 units::duration(span.duration_ns())
             ),
@@ -439,11 +441,12 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
     if let Some((d0, d1)) = span.device_ns() {
         let times = match model.clock(runtime) {
             Some(c) => format!(
-                "{} → {}",
+                "{} {} {}",
                 units::time(c.to_host_ns(d0)),
+                sym.to,
                 units::time(c.to_host_ns(d1))
             ),
-            None => format!("device clock {d0} → {d1} ns"),
+            None => format!("device clock {d0} {} {d1} ns", sym.to),
         };
         lines.push(field(
             "device",
@@ -732,8 +735,9 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
         lines.push(field(
             "time",
             format!(
-                "{} → {}  ({})",
+                "{} {} {}  ({})",
                 units::time(range.start_ns),
+                Symbols::for_ascii(state.ascii).to,
                 units::time(range.end_ns),
                 units::duration(range.width_ns())
             ),

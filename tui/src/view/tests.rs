@@ -292,6 +292,37 @@ fn ascii_draws_ascii_only_on_every_screen() {
     }
 }
 
+/// ASCII writes a time range's arrow as `->` (asciify's `>` read as "greater than"), a
+/// degree sign as `o`, and a letter with combining marks as its letter (both were `?`): a
+/// break-it pass.
+#[test]
+fn ascii_keeps_ranges_degrees_and_accented_letters_readable() {
+    let model = failing();
+    let mut state = ViewState::new(&model, 140, 40);
+    state.ascii = true;
+    // The trace pane's range, then a selected span's host and device times.
+    let trace = render_to_string(&model, &state, 140, 40);
+    select(&model, &mut state, Queue::GpuCompute, 2);
+    let span = render_to_string(&model, &state, 140, 40);
+    for (screen, name) in [(&trace, "|time "), (&span, "|host "), (&span, "|device ")] {
+        let line = (screen.lines())
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("no {name:?} line: {screen}"));
+        assert!(line.contains(" ms -> "), "{line}");
+        assert!(!line.contains(" ms > "), "{line}");
+    }
+    let mut buf = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, 12, 1));
+    buf.set_string(
+        0,
+        0,
+        "61 °C e\u{301}te\u{301}",
+        ratatui::style::Style::default(),
+    );
+    theme::asciify(&mut buf);
+    let text: String = buf.content.iter().map(|c| c.symbol()).collect();
+    assert_eq!(text, "61 oC ete   ");
+}
+
 #[test]
 fn empty_trace() {
     let model = Model::default();

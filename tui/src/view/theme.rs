@@ -156,6 +156,8 @@ pub struct Symbols {
     pub focus: &'static str,
     /// An application's marker on a host thread's row.
     pub marker: &'static str,
+    /// Between the two ends of a time range ("1.2 ms → 1.5 ms").
+    pub to: &'static str,
     /// Producer / consumer arrows in the hazards list.
     pub arrows: [&'static str; 2],
 }
@@ -178,6 +180,7 @@ impl Symbols {
         levels: ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"],
         focus: "▶",
         marker: "◆",
+        to: "→",
         arrows: ["←", "→"],
     };
 
@@ -198,6 +201,9 @@ impl Symbols {
         levels: [".", ".", ":", ":", "+", "+", "#", "#"],
         focus: ">",
         marker: "*",
+        // Two columns: [`asciify`]'s one-column `>` read as "greater than" between two
+        // times (a break-it pass).
+        to: "->",
         arrows: ["<-", "->"],
     };
 
@@ -234,7 +240,8 @@ impl Symbols {
 
 /// The one-column ASCII stand-in of a glyph, for [`asciify`]: what the ASCII [`Symbols`]
 /// use for the timeline's own, a look-alike for the rest, `?` for any other (a label's
-/// letters of another script).
+/// letters of another script). An ASCII letter with combining marks (`e\u{301}`) is drawn
+/// by [`asciify`] as its letter.
 fn ascii_of(glyph: &str) -> &'static str {
     match glyph.chars().next().unwrap_or(' ') {
         '─' | '━' | '═' | '–' | '—' | '╌' => "-",
@@ -245,11 +252,14 @@ fn ascii_of(glyph: &str) -> &'static str {
         '…' | '≈' => "~",
         'µ' => "u",
         '×' => "x",
+        // "61 °C": a degree sign, not a letter lost.
+        '°' => "o",
         '·' | '░' | '▁' | '▂' => ".",
         '▃' | '▄' => ":",
         '▅' | '▆' => "+",
         '▇' | '█' | '▓' | '▒' => "#",
         '←' | '‹' | '≤' => "<",
+        // Left in text, `→` is an arrow key (`←/→`); a time range writes [`Symbols::to`].
         '→' | '›' | '≥' | '▶' => ">",
         '↑' => "^",
         '↓' | '▼' => "v",
@@ -270,9 +280,17 @@ fn ascii_of(glyph: &str) -> &'static str {
 /// becomes one column; the cell after it, blank already, is then drawn as a space.
 pub(crate) fn asciify(buf: &mut ratatui::buffer::Buffer) {
     for cell in &mut buf.content {
-        if !cell.symbol().is_ascii() {
-            let ascii = ascii_of(cell.symbol());
-            cell.set_symbol(ascii);
+        if cell.symbol().is_ascii() {
+            continue;
+        }
+        match cell.symbol().chars().next() {
+            // Its combining marks dropped, the letter kept (it was `?`: a break-it pass).
+            Some(base) if base.is_ascii() => {
+                cell.set_symbol(base.encode_utf8(&mut [0; 4]));
+            }
+            _ => {
+                cell.set_symbol(ascii_of(cell.symbol()));
+            }
         }
     }
 }
