@@ -148,10 +148,11 @@
 //!                                    from 1), "change": "added"|"removed"}],
 //!                 "times": [{"runtime", "prepared" (the first of "graphs"), "graphs" (the
 //!                            prepared graphs pooled: identical in both traces), "name", "nth",
-//!                            "base_region", "new_region", "base": {stats}, "new": {stats},
+//!                            "base_region", "new_region", "base_node", "new_node" (its
+//!                            index in its graph), "base": {stats}, "new": {stats},
 //!                            "ratio", "interval", "too_few", "too_spread", "slow"}] by
 //!                            runtime, graph, name and nth (the text: the slow first, then
-//!                            by runtime, graph and region)},
+//!                            by runtime, graph, region and node: as the graph runs)},
 //!  "annotations": [as "kernels"]: the application's ranges by name (format 1.14), their
 //!                   times without the thread's waits on the recorder and at capture fences
 //!                   inside them (each side's "capture_wait_ns"; its
@@ -534,6 +535,7 @@ fn report(args: &DiffArgs, c: &Comparison, m: &Matched) -> Value {
                    "graphs": o.graphs.iter().map(|&g| from_one(g)).collect::<Vec<_>>(),
                    "name": o.key.name, "nth": from_one(o.key.nth.into()),
                    "base_region": o.region[0], "new_region": o.region[1],
+                   "base_node": o.node[0], "new_node": o.node[1],
                    "base": kernel_json(&o.base), "new": kernel_json(&o.new),
                    "ratio": ratio, "interval": o.interval.map(|(l, h)| [l, h]),
                    "too_few": o.too_few, "too_spread": too_spread(o.interval), "slow": o.slow})
@@ -1117,12 +1119,18 @@ fn write_operations(out: &mut impl Write, r: &Value) -> io::Result<()> {
         "new p99",
         "ratio [95% interval]"
     )?;
-    // The slow first, then by place as a graph runs (graph, region, name), as the header
-    // says; the JSON is by graph and name. The text lists LISTED, `--json` all.
+    // The slow first, then by place as a graph runs (graph, region, node), as the header
+    // says (a region's operations went by name: `fill` before `rgb_to_gray`, a break-it
+    // pass); the JSON is by graph and name. The text lists LISTED, `--json` all.
     let mut rows: Vec<&Value> = times.iter().collect();
     rows.sort_by_key(|t| {
         let at = |key: &str| u(&t[key]);
-        let place = (at("runtime"), at("prepared"), at("new_region"));
+        let place = (
+            at("runtime"),
+            at("prepared"),
+            at("new_region"),
+            at("new_node"),
+        );
         let name = t["name"].as_str().unwrap_or("");
         (t["slow"].as_bool() != Some(true), place, name, at("nth"))
     });
@@ -1409,16 +1417,17 @@ mod tests {
     }
 
     /// The by-place tables say their order in their headers and keep it: operations the slow
-    /// first, then by place (graph, region, name: as a graph runs); regions the worst ratio
+    /// first, then by place (graph, region, node: as a graph runs); regions the worst ratio
     /// first (`--json` has them all, by place). Neither order was said, and operations went
-    /// by name (`r2 download` before `r0 upload`), which read as none (fresh-user pass).
+    /// by name (`r2 download` before `r0 upload`), which read as none (fresh-user pass); a
+    /// region's operations still did (`fill` before `gray`: a break-it pass).
     #[test]
     fn the_by_place_tables_say_their_order() {
         let stats = serde_json::json!({"count": 12, "p50_ns": 1000, "p99_ns": 2000});
-        let op = |region: u64, name: &str, slow: bool| {
+        let op = |region: u64, node: u64, name: &str, slow: bool| {
             serde_json::json!({"name": name, "nth": 1, "prepared": 1, "new_region": region,
-                               "slow": slow, "ratio": 1.0, "interval": [0.9, 1.1],
-                               "base": stats, "new": stats})
+                               "new_node": node, "slow": slow, "ratio": 1.0,
+                               "interval": [0.9, 1.1], "base": stats, "new": stats})
         };
         let place = |region: u64, label: &str, ratio: f64| {
             serde_json::json!({"prepared": 1, "region": region, "label": label,
@@ -1426,8 +1435,9 @@ mod tests {
         };
         let report = serde_json::json!({
             "max_slowdown": 1.5,
-            "operations": {"times": [op(2, "download", false), op(1, "fill", false),
-                                     op(1, "sobel", true), op(0, "upload", false)]},
+            "operations": {"times": [op(2, 5, "download", false), op(1, 3, "fill", false),
+                                     op(1, 1, "gray", false), op(1, 2, "sobel", true),
+                                     op(0, 0, "upload", false)]},
             "regions": {"matched": 3, "times": [place(0, "upload", 0.7), place(1, "gray", 0.9),
                                                 place(2, "download", 0.6)]},
         });
@@ -1447,6 +1457,7 @@ mod tests {
             [
                 "g1 r1 sobel",
                 "g1 r0 upload",
+                "g1 r1 gray",
                 "g1 r1 fill",
                 "g1 r2 download"
             ],

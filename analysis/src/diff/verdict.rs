@@ -246,6 +246,8 @@ pub struct OpTimes {
     pub graphs: Vec<u64>,
     /// Its region in base, in new.
     pub region: [u32; 2],
+    /// Its node (index in its graph) in base, in new: where it runs in its region.
+    pub node: [u32; 2],
     /// Its durations in base.
     pub base: KernelStats,
     /// In new.
@@ -482,6 +484,7 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 nth,
             },
             region: [b.region, n.region],
+            node: [b.node, n.node],
             base: bs,
             new: ns,
             slow: judged.slow,
