@@ -97,9 +97,17 @@ impl FromStr for FaultSpec {
             "kernel-error" => FaultKind::KernelError,
             _ => return Err(bad("unknown kind")),
         };
+        // Digits only: `u64::from_str` takes a leading `+` (`op=+7` was accepted).
         let count = |n: &str| match n.parse::<u64>() {
+            _ if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) => {
+                Err(bad("the count must be a whole number from 1"))
+            }
             Ok(n) if n >= 1 => Ok(n),
-            _ => Err(bad("the count must be a whole number from 1")),
+            Ok(_) => Err(bad("the count must be a whole number from 1")),
+            Err(_) => Err(bad(&format!(
+                "the count is too large (at most {})",
+                u64::MAX
+            ))),
         };
         let target = if let Some(n) = target.strip_prefix("op=") {
             FaultTarget::Operation(count(n)?)
@@ -243,6 +251,33 @@ mod tests {
             let error = text.parse::<FaultSpec>().unwrap_err().to_string();
             assert!(error.starts_with("bad fault spec"), "{text}: {error}");
         }
+    }
+
+    /// A count is digits only, and one past `u64::MAX` is said too large, not "not a whole
+    /// number" (`+7` was taken: a break-it pass).
+    #[test]
+    fn counts_are_digits_and_too_large_ones_say_so() {
+        for text in [
+            "op=+7:device-lost",
+            "kernel=k#+2:kernel-error",
+            "op= 7:device-lost",
+        ] {
+            let error = text.parse::<FaultSpec>().unwrap_err().to_string();
+            assert!(
+                error.contains("the count must be a whole number from 1"),
+                "{text}: {error}"
+            );
+        }
+        let error = "op=18446744073709551616:device-lost"
+            .parse::<FaultSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("the count is too large (at most 18446744073709551615)"),
+            "{error}"
+        );
+        let most = "op=18446744073709551615:device-lost".parse::<FaultSpec>();
+        assert_eq!(most.unwrap().target, FaultTarget::Operation(u64::MAX));
     }
 
     #[test]

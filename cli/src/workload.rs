@@ -113,8 +113,10 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
                 && !runs.contains(name)
             {
                 let workload = self::name(workload);
+                // The name quoted: `hrx_sobel ` read as a kernel its hint lists (a break-it
+                // pass).
                 return Err(Failure::new(format!(
-                    "{source}: kernel={name} names no kernel the {workload} workload runs"
+                    "{source}: kernel {name:?} names no kernel the {workload} workload runs"
                 ))
                 .hint(format!("the {workload} workload runs {}", runs.join(", ")))
                 .into());

@@ -285,16 +285,18 @@ fn faults_that_never_fire_are_an_error() {
     // workload first), naming the kernels it does run: a built-in kernel the pipeline never
     // dispatches too (the hint listed every built-in one, `hrx_saxpy` was then taken and
     // "never fired"; fresh-user passes).
+    // The name quoted: `hrx_sobel ` read as a kernel the hint lists (a break-it pass).
     for (workload, kernel) in [
         ("pipeline", "nope"),
         ("faults", "hrx_saxpy"),
         ("pipeline", "hrx_fail"),
+        ("faults", "hrx_sobel "),
     ] {
         let spec = format!("kernel={kernel}:kernel-error");
         let output = one_frame(workload, &["--fault", &spec, "-o", "n.hrxt"]);
         assert_error(
             &output,
-            &format!("kernel={kernel} names no kernel the {workload} workload runs"),
+            &format!("kernel \"{kernel}\" names no kernel the {workload} workload runs"),
         );
         assert!(
             stderr(&output).contains(&format!(
@@ -320,7 +322,7 @@ fn faults_that_never_fire_are_an_error() {
     );
     assert_error(
         &output,
-        "kernel=hrx_sobel names no kernel the hazards workload runs",
+        "kernel \"hrx_sobel\" names no kernel the hazards workload runs",
     );
     assert!(
         stderr(&output).contains("hint: the hazards workload runs hrx_iota, hrx_fill_u32\n"),
