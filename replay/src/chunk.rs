@@ -839,21 +839,26 @@ pub(crate) mod tests {
         encode(&records)
     }
 
+    /// `bytes` replayed whole and in chunks of two submissions.
+    fn replayed_whole_and_in_chunks(bytes: &[u8]) -> (crate::Report, crate::Report) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("load.hrxt");
+        std::fs::write(&path, bytes).unwrap();
+        let whole = crate::replay(&Trace::from_bytes(bytes).unwrap(), &Default::default())
+            .expect("replayed");
+        let chunked =
+            crate::replay_file(&path, &crate::ReplayOptions::default().chunk_submissions(2))
+                .expect("replayed");
+        (whole, chunked)
+    }
+
     /// The capture's highest host load per CPU reaches a replay's report in chunks as in
     /// one piece: a chunk's plan sees its own samples only, and a sample in a later chunk
     /// than the counter's name (a runtime's end) was lost, so a busier baseline's note
     /// weighed its load against the first sample alone.
     #[test]
     fn the_captures_host_load_is_read_over_every_chunk() {
-        let bytes = loaded_at_its_end();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("load.hrxt");
-        std::fs::write(&path, &bytes).unwrap();
-        let whole = crate::replay(&Trace::from_bytes(&bytes).unwrap(), &Default::default())
-            .expect("replayed");
-        let chunked =
-            crate::replay_file(&path, &crate::ReplayOptions::default().chunk_submissions(2))
-                .expect("replayed");
+        let (whole, chunked) = replayed_whole_and_in_chunks(&loaded_at_its_end());
         assert_eq!(whole.trace.host_load_per_cpu, Some(9.5));
         assert_eq!(chunked.trace.host_load_per_cpu, Some(9.5));
     }
@@ -863,15 +868,7 @@ pub(crate) mod tests {
     /// start and loaded at its end was a good reference for --max-slowdown, a break-it pass).
     #[test]
     fn a_capture_loaded_in_a_later_chunk_is_noted_as_loaded() {
-        let bytes = loaded_at_its_end();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("load.hrxt");
-        std::fs::write(&path, &bytes).unwrap();
-        let whole = crate::replay(&Trace::from_bytes(&bytes).unwrap(), &Default::default())
-            .expect("replayed");
-        let chunked =
-            crate::replay_file(&path, &crate::ReplayOptions::default().chunk_submissions(2))
-                .expect("replayed");
+        let (whole, chunked) = replayed_whole_and_in_chunks(&loaded_at_its_end());
         let loaded = |notes: &[String]| {
             (notes.iter())
                 .filter(|n| n.starts_with("the capture ran on a loaded host"))
