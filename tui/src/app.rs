@@ -201,11 +201,11 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     let ascii = ascii_value(std::env::var_os(ASCII_ENV).as_deref()).map_err(TuiError::Variable)?;
     if let Some(size) = std::env::var_os(HEADLESS_FRAME_ENV) {
         let size = size.to_string_lossy();
+        // A bad value is the variable's error, not the terminal's (no `terminal:` before it).
         let (width, height) = parse_size(&size).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, got {size:?}"),
-            )
+            TuiError::Variable(format!(
+                "{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, got {size:?}"
+            ))
         })?;
         let (frame, summary) = first_frame(path, width, height, ascii)?;
         io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;

@@ -530,6 +530,25 @@ fn the_ascii_switch_draws_ascii_only_and_takes_0_or_1() {
     assert!(stdout(&bad).is_empty());
 }
 
+/// A bad `HRX_TUI_HEADLESS_FRAME` is told as every bad variable is, without the `terminal:`
+/// that terminal errors carry (it read `error: terminal: HRX_TUI_HEADLESS_FRAME: ...`).
+#[test]
+fn a_bad_headless_frame_is_named_without_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let output = hrx_trace(dir.path())
+        .args(["view", "h.hrxt"])
+        .env("HRX_VIEW_CACHE", "off")
+        .env("HRX_TUI_HEADLESS_FRAME", "5X3")
+        .output()
+        .unwrap();
+    assert_error(
+        &output,
+        "error: HRX_TUI_HEADLESS_FRAME: expected WIDTHxHEIGHT as 120x40, got \"5X3\"",
+    );
+    assert!(stdout(&output).is_empty());
+}
+
 /// A view-cache entry that cannot be written (a file size limit here, a full disk alike) is
 /// said after the view, naming the folder and the way out; it was dropped in silence and
 /// every later view built the index again.
