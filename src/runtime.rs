@@ -33,26 +33,55 @@ pub enum BackendChoice {
     Hip,
 }
 
-impl FromStr for BackendChoice {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Self> {
-        Ok(match text.to_ascii_lowercase().as_str() {
+impl BackendChoice {
+    /// The names [`FromStr`] takes, as its errors list them.
+    const NAMES: &str = "auto, sim, cuda or hip";
+
+    /// The backend an environment variable's `text` names, refused in the shape of every
+    /// bad variable (`HRX_BACKEND: expected ..., got "x"`); `--backend` keeps [`FromStr`]'s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Message`] naming `variable` for a name no backend has (or `xrt`).
+    pub fn from_variable(variable: &str, text: &str) -> Result<Self> {
+        Self::named(text)
+            .unwrap_or_else(|| {
+                Err(Error::Message(format!(
+                    "expected {}, got {text:?}",
+                    Self::NAMES
+                )))
+            })
+            .map_err(|e| Error::Message(format!("{variable}: {e}")))
+    }
+
+    /// The backend `text` names; `None` for a name no backend has.
+    fn named(text: &str) -> Option<Result<Self>> {
+        Some(Ok(match text.to_ascii_lowercase().as_str() {
             "auto" | "" => BackendChoice::Auto,
             "sim" | "software" => BackendChoice::Sim,
             "cuda" => BackendChoice::Cuda,
             "hip" => BackendChoice::Hip,
             "xrt" => {
-                return Err(Error::Message(
+                return Some(Err(Error::Message(
                     "xrt is an NPU backend: choose it with HRX_NPU_BACKEND=xrt \
                      (RuntimeOptions::npu_backend)"
                         .into(),
-                ));
-            }
-            other => {
-                return Err(Error::Message(format!(
-                    "unknown backend {other:?} (expected auto, sim, cuda or hip)"
                 )));
             }
+            _ => return None,
+        }))
+    }
+}
+
+impl FromStr for BackendChoice {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        Self::named(text).unwrap_or_else(|| {
+            Err(Error::Message(format!(
+                "unknown backend {:?} (expected {})",
+                text.to_ascii_lowercase(),
+                Self::NAMES
+            )))
         })
     }
 }
@@ -252,16 +281,13 @@ impl RuntimeOptions {
         if self.backend == BackendChoice::Auto
             && let Ok(text) = std::env::var("HRX_BACKEND")
         {
-            self.backend = text
-                .parse()
-                .map_err(|e| Error::Message(format!("HRX_BACKEND: {e}")))?;
+            self.backend = BackendChoice::from_variable("HRX_BACKEND", &text)?;
         }
         if self.npu_backend == crate::npu::NpuBackendChoice::Auto
             && let Ok(text) = std::env::var("HRX_NPU_BACKEND")
         {
-            self.npu_backend = text
-                .parse()
-                .map_err(|e| Error::Message(format!("HRX_NPU_BACKEND: {e}")))?;
+            self.npu_backend =
+                crate::npu::NpuBackendChoice::from_variable("HRX_NPU_BACKEND", &text)?;
         }
         if self.fault.is_none()
             && let Ok(text) = std::env::var("HRX_FAULT")

@@ -151,9 +151,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // A trace still being written is read twice (where each chunk ends, then the chunks)
     // and grows in between: the replay would compare records of two different lengths.
     crate::record::refuse_being_recorded(&args.file, "replay", "replay needs a closed trace")?;
-    let backend: hrx::BackendChoice = text
-        .parse()
-        .map_err(|e: hrx::Error| Failure::new(format!("{source}: {e}")))?;
+    let backend = if source == "HRX_BACKEND" {
+        hrx::BackendChoice::from_variable(source, &text)
+    } else {
+        text.parse()
+            .map_err(|e: hrx::Error| hrx::Error::Message(format!("{source}: {e}")))
+    }
+    .map_err(|e| Failure::new(e.to_string()))?;
     // A baseline that does not read is said before anything is replayed.
     // So is one saved from another recording: its header says which.
     let baseline = match &args.baseline {

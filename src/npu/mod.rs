@@ -43,18 +43,45 @@ pub enum NpuBackendChoice {
     Xrt,
 }
 
-impl FromStr for NpuBackendChoice {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Self> {
-        Ok(match text.to_ascii_lowercase().as_str() {
+impl NpuBackendChoice {
+    /// The names [`FromStr`] takes, as its errors list them.
+    const NAMES: &str = "auto, sim or xrt";
+
+    /// The NPU backend an environment variable's `text` names, refused in the shape of
+    /// every bad variable (`HRX_NPU_BACKEND: expected ..., got "x"`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Message`] naming `variable` for a name no NPU backend has.
+    pub fn from_variable(variable: &str, text: &str) -> Result<Self> {
+        Self::named(text).ok_or_else(|| {
+            Error::Message(format!(
+                "{variable}: expected {}, got {text:?}",
+                Self::NAMES
+            ))
+        })
+    }
+
+    /// The NPU backend `text` names; `None` for a name none has.
+    fn named(text: &str) -> Option<Self> {
+        Some(match text.to_ascii_lowercase().as_str() {
             "auto" | "" => NpuBackendChoice::Auto,
             "sim" | "software" => NpuBackendChoice::Sim,
             "xrt" => NpuBackendChoice::Xrt,
-            other => {
-                return Err(Error::Message(format!(
-                    "unknown NPU backend {other:?} (expected auto, sim or xrt)"
-                )));
-            }
+            _ => return None,
+        })
+    }
+}
+
+impl FromStr for NpuBackendChoice {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        Self::named(text).ok_or_else(|| {
+            Error::Message(format!(
+                "unknown NPU backend {:?} (expected {})",
+                text.to_ascii_lowercase(),
+                Self::NAMES
+            ))
         })
     }
 }

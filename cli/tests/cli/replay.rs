@@ -504,7 +504,10 @@ fn replay_defaults_to_auto_and_says_its_backend() {
     };
     assert_eq!(requested(&env("sim", &[])), "sim");
     assert_eq!(requested(&env("quantum", &["--backend", "auto"])), "auto");
-    assert_error(&env("quantum", &[]), "HRX_BACKEND: unknown backend");
+    assert_error(
+        &env("quantum", &[]),
+        "HRX_BACKEND: expected auto, sim, cuda or hip, got \"quantum\"",
+    );
 }
 
 /// A CUDA recording replayed where auto picks the software device: the report's first
