@@ -54,6 +54,9 @@ fn draw(model: &Model, state: &ViewState, layout: &ScreenLayout, buf: &mut Buffe
     if let Some(area) = layout.list {
         panes::list(model, state, rect(area), buf);
     }
+    // In a terminal too short for the top rows they fall on the status row (the layout
+    // keeps every row on screen); the status line is kept whole, not mixed with them.
+    ratatui::widgets::Widget::render(ratatui::widgets::Clear, rect(layout.status), buf);
     overlays::status_line(model, state, rect(layout.status), buf);
     if let Some(area) = layout.help {
         overlays::help(state, rect(area), buf);

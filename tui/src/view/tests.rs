@@ -1155,3 +1155,19 @@ fn an_events_list_without_events_says_so() {
         render_to_string(&model, &state, w, h);
     }
 }
+
+/// A terminal too short for the top rows and the status line draws the status line alone on
+/// its last row: the axis and tick rows were drawn under it, and their cells past its text
+/// showed through ("q quitms'"; a break-it pass at 300x2).
+#[test]
+fn a_terminal_too_short_for_the_axis_draws_the_status_line_cleanly() {
+    let model = failing();
+    let tall = terminal(&model, &ViewState::new(&model, 300, 40));
+    let tall = tall.backend().to_string();
+    let status = tall.lines().last().unwrap();
+    for height in [1, 2, 3, 4] {
+        let state = ViewState::new(&model, 300, height);
+        let screen = terminal(&model, &state).backend().to_string();
+        assert_eq!(screen.lines().last().unwrap(), status, "{height}: {screen}");
+    }
+}
