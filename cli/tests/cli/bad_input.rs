@@ -1102,38 +1102,23 @@ fn kernel_times_switches_conflict_and_reach_the_program() {
     );
 }
 
-/// A bad `HRX_BACKEND` reads as every bad variable does (it read `unknown backend "x"
-/// (expected ...)`); `--backend`'s own message is left as it is.
+/// A bad `HRX_BACKEND` or `HRX_NPU_BACKEND` reads as every bad variable does (they read
+/// `unknown backend "x" (expected ...)`); `--backend`'s own message is left as it is.
 #[test]
-fn hrx_backend_is_refused_in_the_variable_shape() {
+fn hrx_backend_and_hrx_npu_backend_are_refused_in_the_variable_shape() {
     let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["record", "--workload", "hazards", "-o", "b.hrxt"])
-        .env("HRX_BACKEND", "X")
-        .output()
-        .unwrap();
-    assert_error(
-        &out,
-        "HRX_BACKEND: expected auto, sim, cuda or hip, got \"X\"",
-    );
-    assert!(!dir.path().join("b.hrxt").exists());
-}
-
-/// A bad `HRX_NPU_BACKEND` reads as every bad variable does (it read `unknown NPU backend
-/// "x" (expected ...)`).
-#[test]
-fn hrx_npu_backend_is_refused_in_the_variable_shape() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["record", "--workload", "hazards", "-o", "n.hrxt"])
-        .env("HRX_NPU_BACKEND", "X")
-        .output()
-        .unwrap();
-    assert_error(
-        &out,
-        "HRX_NPU_BACKEND: expected auto, sim or xrt, got \"X\"",
-    );
-    assert!(!dir.path().join("n.hrxt").exists());
+    for (variable, expected) in [
+        ("HRX_BACKEND", "auto, sim, cuda or hip"),
+        ("HRX_NPU_BACKEND", "auto, sim or xrt"),
+    ] {
+        let out = hrx_trace(dir.path())
+            .args(["record", "--workload", "hazards", "-o", "b.hrxt"])
+            .env(variable, "X")
+            .output()
+            .unwrap();
+        assert_error(&out, &format!("{variable}: expected {expected}, got \"X\""));
+        assert!(!dir.path().join("b.hrxt").exists(), "{variable}");
+    }
 }
 
 /// A mistyped `HRX_TRACE_CLOCK` is refused by name (it fell back to the TSC silently).
