@@ -221,15 +221,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish_and_clear();
     let mut total = export::ExportCounts::default();
-    // The marks of traces not read whole, by name, for the summary.
-    let (mut incomplete, mut live) = (0, 0);
     for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
         warn(file, exported, session);
         let c = &exported.counts;
-        match exported.being_recorded {
-            true => live += c.incomplete_marks,
-            false => incomplete += c.incomplete_marks,
-        }
         total.tracks += c.tracks;
         total.slices += c.slices;
         total.operation_slices += c.operation_slices;
@@ -285,7 +279,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             0 => String::new(),
             n => format!(" ({n} of them operations)"),
         };
-        let ends = marks(incomplete, live);
+        let ends = marks(&exported);
         let mut out = crate::output::stdout();
         writeln!(
             out,
@@ -346,14 +340,18 @@ fn failed_file(files: &[PathBuf], at: u64) -> PathBuf {
     files.last().cloned().unwrap_or_default()
 }
 
-/// Removes a half-written export `partial` of `output` (a half-written export is not an
-/// export: leave nothing rather than a file that does not parse; an earlier export at
-/// `output` stays) and says so in the error.
-/// The summary's words for the marks of traces not read whole (`incomplete` traces
-/// incomplete, `live` being recorded), after the count of the events that hold them, as
+/// The summary's words for the marks of the `exported` traces not read whole (trace
+/// incomplete, or being recorded), after the count of the events that hold them, as
 /// " (1 of them trace incomplete)"; empty where there are none. Named: the file holds the
 /// mark, and "0 events" alone read as if it lacked it.
-fn marks(incomplete: u64, live: u64) -> String {
+fn marks(exported: &[export::Exported]) -> String {
+    let count = |live: bool| -> u64 {
+        (exported.iter())
+            .filter(|e| e.being_recorded == live)
+            .map(|e| e.counts.incomplete_marks)
+            .sum()
+    };
+    let (incomplete, live) = (count(false), count(true));
     let mut ends = String::new();
     for (n, name) in [
         (incomplete, "trace incomplete"),
@@ -371,6 +369,9 @@ fn marks(incomplete: u64, live: u64) -> String {
     ends
 }
 
+/// Removes a half-written export `partial` of `output` (a half-written export is not an
+/// export: leave nothing rather than a file that does not parse; an earlier export at
+/// `output` stays) and says so in the error.
 fn remove_incomplete(partial: &Path, output: &Path, error: anyhow::Error) -> anyhow::Error {
     let removed = std::fs::metadata(partial).is_ok_and(|m| m.is_file())
         && std::fs::remove_file(partial).is_ok();
@@ -768,17 +769,13 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
         ));
     }
     let mut total = export::ExportCounts::default();
-    let (mut events, mut incomplete, mut live) = (0, 0, 0);
+    let mut events = 0;
     for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
         warn(file, exported, session);
         total.slices += exported.counts.slices;
         total.operation_slices += exported.counts.operation_slices;
         total.native_graph_slices += exported.counts.native_graph_slices;
         events += exported.counts.instants + exported.counts.recorder_instants;
-        match exported.being_recorded {
-            true => live += exported.counts.incomplete_marks,
-            false => incomplete += exported.counts.incomplete_marks,
-        }
     }
     no_operation_times(&total);
     // `-q`: as the other formats (it printed the summary all the same: a break-it pass).
@@ -793,7 +790,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
             plural(total.operation_slices, "operation timing row"),
             plural(args.files.len() as u64, "trace"),
             plural(events, "event row"),
-            marks(incomplete, live),
+            marks(&exported),
         )?;
     }
     interruptible.finished();
