@@ -56,6 +56,7 @@ pub mod schema;
 mod shown;
 mod staging;
 pub mod summary;
+pub mod switch;
 mod watch;
 mod writer;
 

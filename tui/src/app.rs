@@ -109,11 +109,7 @@ pub const ASCII_ENV: &str = "HRX_TUI_ASCII";
 /// The line naming the variable, for any other value, as every `HRX_` switch says it (it
 /// took `yes`, `2` and empty for on).
 pub fn ascii_value(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
-    match value.map(|v| (v, v.to_str())) {
-        Some((_, Some("1"))) => Ok(true),
-        None | Some((_, Some("0" | ""))) => Ok(false),
-        Some((other, _)) => Err(format!("{ASCII_ENV}: expected 0 or 1, got {other:?}")),
-    }
+    hrx_capture::switch::switch_value(ASCII_ENV, value).map(|on| on.unwrap_or(false))
 }
 
 /// Environment variable for benchmarks only: `WIDTHxHEIGHT` (e.g. `120x40`) makes [`run`]
