@@ -18,8 +18,12 @@
 //!   graphs by rank (the n-th runtime of the trace, its m-th prepared graph, in id order,
 //!   since ids differ between runs that shared a process; where a runtime of each trace
 //!   prepared the same graph structures in another order, as threads preparing graphs
-//!   concurrently do, by structure: `hrx_analysis::diff::align`); a matched region
-//!   whose label changed is *relabelled* (the graph was built differently). Each matched
+//!   concurrently do, by structure: `hrx_analysis::diff::align`). Within a graph whose
+//!   region labels differ (a region added or removed shifts every later index), regions
+//!   are paired by label (`hrx_analysis::diff::align_regions`: the longest common
+//!   subsequence, as a text diff pairs lines, the rest in order between) and take base's
+//!   index; a matched region whose label changed is *relabelled* (the graph was built
+//!   differently). Each matched
 //!   region has its median on both sides, pooled over the prepared graphs that compute the
 //!   same thing in both traces, and a graph one trace alone prepared with the graphs identical
 //!   to it (a pipeline's frame contexts, at any `--in-flight`: one row, `"graphs": [1, 2, 3]`;
@@ -130,6 +134,8 @@
 //!                    [{"runtime", "submissions": "4..7", "ranges": [[start, end|null]]}]},
 //!  "streaming": {"unmatched_past_window": {"base", "new"}, "late_records": {"base", "new"}},
 //!  "graphs_matched_by_structure": graphs of NEW given BASE's rank by their structure,
+//!  "regions_matched_by_label": regions of NEW given another index (BASE's) by their label,
+//!                              in graphs that gained or lost a region,
 //!  "arguments": {"base": [..]|null, "new": [..]|null, "differ"},
 //!  "host_load": {"base", "new"}: the highest `hrx: host load per CPU` sample of each trace
 //!  (null without one); 1 or more is a loaded host, whose host-side times include waits for
@@ -306,11 +312,14 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     // Graphs prepared in another order matched by their structure (before the second pass,
     // which keys outputs by graph rank).
     let reordered = hrx_analysis::diff::align(&base, &mut new);
+    // Regions of a graph that gained or lost one paired by label, not by index.
+    let realigned = hrx_analysis::diff::align_regions(&base, &mut new);
     let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new))
         .map_err(trace_error)?;
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     let mut report = report(&args, &comparison, &matched);
     report["graphs_matched_by_structure"] = reordered.into();
+    report["regions_matched_by_label"] = realigned.into();
     // A side recorded on a loaded host has host-side times that include waits for a CPU.
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
     // What standard error warned of either trace, as the other verbs' JSON lists it.
@@ -935,6 +944,14 @@ fn write_text(out: &mut impl Write, r: &Value) -> io::Result<()> {
         n => writeln!(
             out,
             "graphs       {n} of new matched by structure (prepared in another order than in base)"
+        )?,
+    }
+    match u(&r["regions_matched_by_label"]) {
+        0 => {}
+        n => writeln!(
+            out,
+            "regions      {n} of new matched by label (their graph gained or lost a region; \
+             indices are base's)"
         )?,
     }
     let w = &r["streaming"];

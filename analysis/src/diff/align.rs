@@ -261,3 +261,118 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
     new.shape = places.shape();
     moved.len() as u64
 }
+
+/// The most region pairs [`align_regions`] weighs in one graph (its table is one `u32` a
+/// pair): past it, a graph's regions stay paired by index.
+const MOST_REGION_PAIRS: usize = 1 << 22;
+
+/// Pairs the regions of each prepared graph both traces hold (by rank, after [`align`])
+/// whose region labels differ, by label instead of by index; returns how many of `new`'s
+/// regions changed index.
+///
+/// A region added to or removed from a graph (a kernel split into a region of its own, a
+/// copy dropped) shifted every later region's index: by index, each later region was paired
+/// with its neighbour, read as relabelled, and its time never compared. Here the longest
+/// common subsequence of the two graphs' labels pairs the regions that kept theirs, as a
+/// text diff pairs unchanged lines; between two such anchors, the regions left pair in
+/// order (a region changed in place stays relabelled), and a side's surplus is one-sided:
+/// `new`'s take indices past `base`'s last, so they pair with none. Matched regions take
+/// `base`'s index (what the report names). Graphs whose labels agree are left as they are.
+pub fn align_regions(base: &Profile, new: &mut Profile) -> u64 {
+    type Graphs = BTreeMap<(u32, u64), Vec<(u32, String)>>;
+    let by_graph = |p: &Profile| {
+        let mut out = Graphs::new();
+        for (key, (label, _)) in &p.regions {
+            let graph = out.entry((key.runtime, key.prepared)).or_default();
+            graph.push((key.region, label.clone()));
+        }
+        out
+    };
+    let (b, n) = (by_graph(base), by_graph(new));
+    // (runtime, graph, new's index) → its index once paired.
+    let mut moved: HashMap<(u32, u64, u32), u32> = HashMap::new();
+    for (graph, new_regions) in &n {
+        let Some(base_regions) = b.get(graph) else {
+            continue;
+        };
+        let labels = |r: &[(u32, String)]| r.iter().map(|x| x.1.clone()).collect::<Vec<_>>();
+        if labels(base_regions) == labels(new_regions)
+            || base_regions.len() * new_regions.len() > MOST_REGION_PAIRS
+        {
+            continue;
+        }
+        let pairs = pair_by_label(base_regions, new_regions);
+        let past = base_regions.iter().map(|r| r.0).max().map_or(0, |i| i + 1);
+        let mut one_sided = 0;
+        for (j, &(index, _)) in new_regions.iter().enumerate() {
+            let to = match pairs[j] {
+                Some(i) => base_regions[i].0,
+                None => {
+                    one_sided += 1;
+                    past + one_sided - 1
+                }
+            };
+            if to != index {
+                moved.insert((graph.0, graph.1, index), to);
+            }
+        }
+    }
+    if moved.is_empty() {
+        return 0;
+    }
+    new.regions = std::mem::take(&mut new.regions)
+        .into_iter()
+        .map(|(k, v)| {
+            let region = moved
+                .get(&(k.runtime, k.prepared, k.region))
+                .copied()
+                .unwrap_or(k.region);
+            (RegionKey { region, ..k }, v)
+        })
+        .collect();
+    moved.len() as u64
+}
+
+/// For each of `new`'s regions (by position), the position of `base`'s region it pairs
+/// with ([`align_regions`]): the longest common subsequence of labels, then, between two of
+/// its pairs, the regions left in order.
+pub(super) fn pair_by_label(base: &[(u32, String)], new: &[(u32, String)]) -> Vec<Option<usize>> {
+    let (m, n) = (base.len(), new.len());
+    // longest[i][j]: the longest common subsequence of base[i..] and new[j..].
+    let width = n + 1;
+    let mut longest = vec![0u32; (m + 1) * width];
+    for i in (0..m).rev() {
+        for j in (0..n).rev() {
+            longest[i * width + j] = if base[i].1 == new[j].1 {
+                longest[(i + 1) * width + j + 1] + 1
+            } else {
+                longest[(i + 1) * width + j].max(longest[i * width + j + 1])
+            };
+        }
+    }
+    let mut anchors = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < m && j < n {
+        if base[i].1 == new[j].1 {
+            anchors.push((i, j));
+            (i, j) = (i + 1, j + 1);
+        } else if longest[(i + 1) * width + j] >= longest[i * width + j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    let mut pairs = vec![None; n];
+    let (mut from_i, mut from_j) = (0, 0);
+    for (ai, aj) in anchors.into_iter().chain(std::iter::once((m, n))) {
+        // The gap before this anchor: its regions pair in order, the surplus one-sided.
+        for (i, j) in (from_i..ai).zip(from_j..aj) {
+            pairs[j] = Some(i);
+        }
+        if aj < n {
+            pairs[aj] = Some(ai);
+        }
+        (from_i, from_j) = (ai + 1, aj + 1);
+    }
+    pairs
+}

@@ -1484,6 +1484,92 @@ mod tests {
         );
     }
 
+    /// `records` as a build whose graph lacks region `gone`: its records left out, later
+    /// regions one index lower.
+    fn without_region(records: &[Record], gone: u32) -> Vec<Record> {
+        let shift = |r: &mut hrx_capture::schema::RegionIndex| {
+            let keep = r.0 != gone;
+            if r.0 > gone {
+                r.0 -= 1;
+            }
+            keep
+        };
+        let mut out = Vec::new();
+        for r in records {
+            let mut r = r.clone();
+            let keep = match &mut r {
+                Record::Prepared(p) => {
+                    p.regions.remove(gone as usize);
+                    true
+                }
+                Record::RegionStarted(x) => shift(&mut x.region),
+                Record::RegionTiming(x) => shift(&mut x.region),
+                Record::OpTiming(x) => shift(&mut x.timing.region),
+                Record::RegionDone(x) => shift(&mut x.region),
+                Record::CrossWait(x) => shift(&mut x.region) & shift(&mut x.on_region),
+                _ => true,
+            };
+            if keep {
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// A region removed from a graph (or added: the other way) leaves the others paired by
+    /// label, their times compared; by index, each later region was paired with its
+    /// neighbour, relabelled, and never timed.
+    #[test]
+    fn a_region_removed_from_a_graph_leaves_the_others_paired_by_label() {
+        let base = trace(20, &[], None);
+        let new = without_region(&base, 0);
+        // Removed: new's three move down one; added: base's first is new's alone (past
+        // base's last index) and the other three move up one.
+        for (base, new, moved, one_sided) in [(&base, &new, 3, (1, 0)), (&new, &base, 4, (0, 1))] {
+            let (b, mut n) = (profile_records(base), profile_records(new));
+            assert_eq!(super::super::align_regions(&b, &mut n), moved);
+            let c = compare(&b, &n, &matched(base, new), 1e9);
+            assert!(
+                c.regions.relabelled.is_empty(),
+                "{:?}",
+                c.regions.relabelled
+            );
+            assert_eq!((c.regions.only_base, c.regions.only_new), one_sided);
+            assert_eq!(c.regions.times.len(), 3, "{:?}", c.regions.times);
+            assert!(c.regions.times.iter().all(|t| t.ratio() == Some(1.0)));
+            // The same graph on both sides: nothing moves.
+            let mut again = profile_records(base);
+            assert_eq!(super::super::align_regions(&b, &mut again), 0);
+        }
+    }
+
+    #[test]
+    fn regions_pair_by_their_longest_common_labels_then_in_order() {
+        let regions = |labels: &[&str]| -> Vec<(u32, String)> {
+            (0..).zip(labels.iter().map(|l| l.to_string())).collect()
+        };
+        let pairs =
+            |b: &[&str], n: &[&str]| super::super::align::pair_by_label(&regions(b), &regions(n));
+        // Unchanged, or changed in place: by index.
+        assert_eq!(pairs(&["a", "b"], &["a", "b"]), [Some(0), Some(1)]);
+        assert_eq!(
+            pairs(&["a", "b", "c"], &["a", "x", "c"]),
+            [Some(0), Some(1), Some(2)]
+        );
+        // One added, one removed.
+        assert_eq!(
+            pairs(&["a", "c"], &["a", "b", "c"]),
+            [Some(0), None, Some(1)]
+        );
+        assert_eq!(pairs(&["a", "b", "c"], &["a", "c"]), [Some(0), Some(2)]);
+        // A gap of two against one: the first pairs, the second is new's alone.
+        assert_eq!(
+            pairs(&["a", "x", "d"], &["a", "y", "z", "d"]),
+            [Some(0), Some(1), None, Some(2)]
+        );
+        assert_eq!(pairs(&[], &["a"]), [None]);
+    }
+
     fn with_foo(records: &[Record]) -> Vec<Record> {
         crate::synthetic::with_kernel_added(records.iter().cloned(), "hrx_foo").collect()
     }
