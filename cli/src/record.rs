@@ -224,20 +224,13 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     };
     forwarding.forward_to(child.id());
     let (status, deaths) = wait_for_all(program, child, &forwarding)?;
-    let noted = forwarding.noted();
+    forwarding.note_forwarded(program);
     let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);
     // How the program ended, for the summary: its exit code, or the signal that killed it
     // (a SIGKILL read "exit code 137" as if the program had exited so: a break-it pass).
     let ended = ended(status, code);
     if let Some(signal) = forwarded {
-        if !noted {
-            crate::output::note(format_args!(
-                "hrx-trace received {} and forwarded it to {}",
-                signal_text(signal),
-                name(program)
-            ));
-        }
         code = (128 + signal).clamp(0, 255) as u8;
     }
 
@@ -1386,32 +1379,9 @@ pub(crate) mod signals {
             let received = RECEIVED.load(Ordering::SeqCst);
             // Signals from now on are another interrupt (unless within `SAME_DELIVERY_NS`).
             UNSEEN.store(false, Ordering::SeqCst);
+            self.note_forwarded(program);
             let signal = super::signal_text(FORWARDED.load(Ordering::Relaxed));
             let name = super::name(program);
-            let folded = FOLDED.swap(0, Ordering::SeqCst);
-            let with = if folded == 0 {
-                String::new()
-            } else {
-                format!(
-                    " ({} came with it: the same interrupt, not forwarded)",
-                    signals_text(folded)
-                )
-            };
-            if received >= 1 && !NOTED.swap(true, Ordering::SeqCst) {
-                if !crate::output::quiet() {
-                    // One write: the program's processes write to the same stderr meanwhile
-                    // (a shell's "Terminated" for a child the signal killed).
-                    let note = format!(
-                        "note: hrx-trace received {signal} and forwarded it to {name}{with}\n"
-                    );
-                    let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
-                }
-            } else if folded != 0 {
-                crate::output::note(format_args!(
-                    "hrx-trace received {} with {signal}: the same interrupt, not forwarded",
-                    signals_text(folded)
-                ));
-            }
             if received >= 2
                 && ESCALATED
                     .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
@@ -1441,9 +1411,42 @@ pub(crate) mod signals {
             }
         }
 
-        /// Whether [`Forwarding::escalate`] noted the forwarded signal already.
-        pub fn noted(&self) -> bool {
-            NOTED.load(Ordering::SeqCst)
+        /// Notes the signal forwarded (once) with the signals that came with it, or, noted
+        /// already, signals that came with it since. [`Forwarding::escalate`] calls it as
+        /// the main thread's wait is interrupted, and the caller once the program has
+        /// exited: a signal delivered to another thread interrupts no wait, and its note,
+        /// printed only then, had lost what came with it (a loaded machine's test run).
+        pub fn note_forwarded(&self, program: &std::ffi::OsStr) {
+            let forwarded = FORWARDED.load(Ordering::Relaxed);
+            let folded = FOLDED.swap(0, Ordering::SeqCst);
+            if forwarded == 0 {
+                return;
+            }
+            let signal = super::signal_text(forwarded);
+            let name = super::name(program);
+            if !NOTED.swap(true, Ordering::SeqCst) {
+                if !crate::output::quiet() {
+                    let with = if folded == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            " ({} came with it: the same interrupt, not forwarded)",
+                            signals_text(folded)
+                        )
+                    };
+                    // One write: the program's processes write to the same stderr meanwhile
+                    // (a shell's "Terminated" for a child the signal killed).
+                    let note = format!(
+                        "note: hrx-trace received {signal} and forwarded it to {name}{with}\n"
+                    );
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+                }
+            } else if folded != 0 {
+                crate::output::note(format_args!(
+                    "hrx-trace received {} with {signal}: the same interrupt, not forwarded",
+                    signals_text(folded)
+                ));
+            }
         }
 
         /// Whether the third interrupt killed the program and everything it started.
@@ -1484,9 +1487,7 @@ mod signals {
         pub fn forward_to(&self, _pid: u32) {}
         pub fn forward_to_descendants(&self) {}
         pub fn escalate(&self, _program: &std::ffi::OsStr, _child_alive: bool) {}
-        pub fn noted(&self) -> bool {
-            false
-        }
+        pub fn note_forwarded(&self, _program: &std::ffi::OsStr) {}
         pub fn killed_all(&self) -> bool {
             false
         }
