@@ -202,9 +202,15 @@ impl NativeDevice for SimDevice {
         } else {
             ALIGNMENT
         };
-        let rounded = len.max(1).div_ceil(alignment) * alignment;
-        let layout = Layout::from_size_align(rounded, alignment)
-            .map_err(|_| Error::Message(format!("cannot allocate {len} bytes")))?;
+        // Checked: a length within an alignment of `usize::MAX` rounds past it (unchecked,
+        // a debug build panicked and a release build wrapped to an empty allocation that a
+        // `len`-byte buffer then wrote past). Refused as a length no layout takes is.
+        let cannot = || Error::Message(format!("cannot allocate {len} bytes"));
+        let rounded = len
+            .max(1)
+            .checked_next_multiple_of(alignment)
+            .ok_or_else(cannot)?;
+        let layout = Layout::from_size_align(rounded, alignment).map_err(|_| cannot())?;
         // The software device out of memory: `name` says whose limit, `detail` how.
         let out_of_memory = |name: &str, detail: String| -> Error {
             crate::DeviceError::OutOfMemory(crate::DeviceCall {

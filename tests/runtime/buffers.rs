@@ -59,6 +59,30 @@ fn views_out_of_bounds_are_rejected() {
     assert!(reversed.is_err());
 }
 
+/// A length no memory can hold is refused with an error for every placement, up to
+/// `usize::MAX`. The software device rounded the length up to its alignment unchecked: a
+/// debug build panicked, and a release build wrapped to an empty allocation behind a buffer
+/// of `len` bytes, which a write then ran past.
+#[test]
+fn a_length_no_memory_can_hold_is_refused_for_every_placement() {
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    for len in [usize::MAX, usize::MAX - 255, isize::MAX as usize + 1] {
+        for placement in [
+            Placement::GpuLocal,
+            Placement::HostVisible,
+            Placement::NpuShared { group: 0 },
+        ] {
+            let error = rt.buffer(len, placement).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!("{len} bytes")),
+                "{placement:?} {len}: {error}"
+            );
+        }
+    }
+    // The runtime goes on allocating.
+    assert_eq!(rt.buffer(64, Placement::GpuLocal).unwrap().len(), 64);
+}
+
 #[test]
 fn overlaps_and_conflicts_are_exact_byte_range_tests() {
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
