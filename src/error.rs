@@ -37,10 +37,15 @@ pub enum BindingError {
         extent_bytes: usize,
     },
     /// Allocation address plus view offset is not a multiple of the required alignment.
-    #[error("binding {index} at address {address:#x} is not aligned to {alignment} bytes")]
+    #[error(
+        "binding {index}: {allocation} allocation does not satisfy kernel alignment: address {address:#x} is not aligned to {alignment} bytes"
+    )]
     Misaligned {
         /// Binding index.
         index: usize,
+        /// Whose allocation: `"GPU"` ([`crate::Graph::gpu`]) or `"NPU"` (the buffer object,
+        /// [`crate::Graph::npu`]).
+        allocation: &'static str,
         /// Device (or NPU) address of the view's first byte.
         address: u64,
         /// Required alignment in bytes.
@@ -169,7 +174,7 @@ pub enum Error {
     },
     /// A copy whose ranges differ in length or overlap.
     #[error(
-        "copy needs equal, non-overlapping ranges: destination buffer {dst_buffer} bytes {}..{}, source buffer {src_buffer} bytes {}..{}",
+        "copy needs equal, nonoverlapping ranges: destination buffer {dst_buffer} bytes {}..{}, source buffer {src_buffer} bytes {}..{}",
         dst.start, dst.end, src.start, src.end
     )]
     InvalidCopy {

@@ -228,9 +228,12 @@ fn is_poison_failure(error: &str) -> bool {
     error.contains(" is poisoned by submission ")
 }
 
-/// Whether a submit was refused because its graph is quarantined.
+/// Whether a submit was refused because its graph is quarantined: `hrx` says so in the
+/// seed's words (`graph quarantined after native failure (graph N)`); traces recorded before
+/// it did read `graph N is quarantined after a native failure`.
 fn is_quarantine_refusal(error: &str) -> bool {
-    error.contains(" is quarantined after a native failure")
+    error.contains("graph quarantined after native failure")
+        || error.contains(" is quarantined after a native failure")
 }
 
 /// A device loss of one side that did not come from a poisoned input: its submission,
@@ -472,4 +475,22 @@ pub(crate) fn classify(
             })
             .map(|reason| format!("{} {reason}", side.name))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The refusal as `hrx` words it now and as older traces hold it; a poisoned buffer's
+    /// refusal is not one.
+    #[test]
+    fn a_quarantine_refusal_is_told_in_the_seeds_words_and_the_older_ones() {
+        assert!(super::is_quarantine_refusal(
+            "device lost: graph quarantined after native failure (graph 3)"
+        ));
+        assert!(super::is_quarantine_refusal(
+            "device lost: graph 3 is quarantined after a native failure"
+        ));
+        assert!(!super::is_quarantine_refusal(
+            "device lost: buffer 2 is poisoned by submission 1 region 0 (graph 3): lost"
+        ));
+    }
 }

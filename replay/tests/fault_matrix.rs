@@ -23,7 +23,7 @@
 //!   answers the error; every submission and region has exactly one completion record.
 //! - both kinds, when R is a copy batch: its lane's copy stream is marked unhealthy (one
 //!   `CopyStreamUnhealthy`; the seed does so on every error of a batch), and every later
-//!   copy region on that lane fails with `DeviceLost` ("copy stream is unhealthy"), which
+//!   copy region on that lane fails with `DeviceLost` ("copy stream is quarantined"), which
 //!   quarantines that graph and poisons what that region writes. No other submission fails.
 //! - `kernel-error` (known extent): no `Quarantine` or `Poison` for S itself; when R is not
 //!   a copy batch every other submission succeeds and the pipeline runs again.
@@ -269,7 +269,7 @@ fn check_rule(case: &Case, kind: Kind) -> String {
         let lane = copy_lane
             .unwrap_or_else(|| panic!("{name}: submission {submission} failed too: {error}"));
         assert!(
-            error.contains("copy stream is unhealthy"),
+            error.contains("copy stream is quarantined"),
             "{name}: {submission}: {error}"
         );
         let graph = ix.prepared[&ix.submits[&submission]];

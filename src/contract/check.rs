@@ -60,12 +60,19 @@ impl KernelContract {
         Ok(())
     }
 
-    /// Checks `address` (allocation address plus view offset) of binding `index`.
-    pub(crate) fn check_alignment(&self, index: usize, address: u64) -> Result<()> {
+    /// Checks `address` (allocation address plus view offset) of binding `index`, in the
+    /// `allocation` (`"GPU"` or `"NPU"`) the kernel runs on.
+    pub(crate) fn check_alignment(
+        &self,
+        index: usize,
+        allocation: &'static str,
+        address: u64,
+    ) -> Result<()> {
         let alignment = self.bindings[index].alignment;
         if !address.is_multiple_of(alignment as u64) {
             return Err(BindingError::Misaligned {
                 index,
+                allocation,
                 address,
                 alignment,
             }

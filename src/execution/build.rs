@@ -11,6 +11,14 @@
 //! the program cannot use that placement, whatever the binding's extent and alignment, and a
 //! caller who matches the seed's variant must find it (it was [`Error::Binding`], a
 //! binding the kernel's contract rejects).
+//!
+//! Each refusal's text holds the seed's words, beside the ids, ranges and addresses the
+//! runtime adds: "buffer belongs to another runtime", "copy needs equal, nonoverlapping
+//! ranges", "GPU allocation does not satisfy kernel alignment" (and "NPU ..." for a buffer
+//! object), "missing NPU import", "NPU binding device or host memory bank differs from the
+//! program", "cannot prepare an empty graph". The variants are narrower than the seed's
+//! `Message`, the text is not: a program or a check that looks for the seed's words finds them
+//! (they read "non-overlapping", "is not aligned to", "has no NPU import" before session 55).
 
 use super::dependencies::Use;
 use super::gpu_kernel::GpuKernel;
@@ -201,7 +209,7 @@ impl Graph {
         kernel.contract.check_extents(bindings)?;
         for (index, binding) in bindings.iter().enumerate() {
             let address = binding.gpu()?.owner().allocation_address()? + binding.offset() as u64;
-            kernel.contract.check_alignment(index, address)?;
+            kernel.contract.check_alignment(index, "GPU", address)?;
         }
         let uses = bindings
             .iter()
@@ -277,12 +285,12 @@ impl Graph {
             let storage = &binding.buffer().storage;
             let bo = storage.bo.as_ref().ok_or_else(|| {
                 Error::Unsupported(format!(
-                    "binding {index}: buffer {} has no NPU import (allocate it with Placement::NpuShared)",
+                    "binding {index}: missing NPU import: buffer {} has none (allocate it with Placement::NpuShared)",
                     storage.id
                 ))
             })?;
             let address = bo.address().map_err(Error::Message)? + binding.offset() as u64;
-            kernel.contract().check_alignment(index, address)?;
+            kernel.contract().check_alignment(index, "NPU", address)?;
             if storage.npu_device != Some(kernel.inner.device)
                 || storage.group.map(crate::npu::memory_bank)
                     != Some(crate::npu::memory_bank(*group))
@@ -290,7 +298,7 @@ impl Graph {
                 // The seed's variant: a placement the program cannot use is unsupported,
                 // not a binding its contract rejects (see the module docs).
                 return Err(Error::Unsupported(format!(
-                    "NPU binding {index}: buffer {} is on NPU device {:?} group {:?}, the kernel needs device {} memory bank of group {}",
+                    "NPU binding device or host memory bank differs from the program: binding {index}, buffer {} is on NPU device {:?} group {:?}, the kernel needs device {} and the memory bank of group {}",
                     storage.id, storage.npu_device, storage.group, kernel.inner.device, group
                 )));
             }

@@ -7,8 +7,9 @@
 //!   a region that writes part of a buffer must take in another engine's newer bytes first,
 //!   or the bytes it does not write stay stale once its engine is the last writer;
 //! - any error of a copy batch marks its lane's cached copy stream unhealthy, and later
-//!   copy regions on that lane answer `DeviceLost`: after a failed batch nobody knows what
-//!   is still queued on, or half done by, the shared stream;
+//!   copy regions on that lane answer `DeviceLost` ("copy stream is quarantined", the seed's
+//!   words): after a failed batch nobody knows what is still queued on, or half done by, the
+//!   shared stream;
 //! - any error a scoped native callback returns is an uncertain failure (answered as
 //!   `DeviceLost`): the runtime cannot see into the callback's private streams, so its
 //!   graph is quarantined and what its bindings write is poisoned;
@@ -192,7 +193,7 @@ impl Region {
                 let mut stream = lock(stream);
                 if !stream.healthy {
                     return Err(Error::DeviceLost(format!(
-                        "{:?} copy stream is unhealthy after an earlier failure",
+                        "{:?} copy stream is quarantined: it was marked unhealthy after an earlier failure",
                         self.lane
                     )));
                 }

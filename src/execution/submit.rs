@@ -25,6 +25,15 @@
 //! as it was: the submission's buffer uses end and its prepared graph is let go before its
 //! outcome is published, so that a host map right after `wait` is not `Busy` and a returned
 //! waiter can rely on the runtime having let go ([`super::completion`]).
+//!
+//! # Refusals
+//!
+//! In the seed's order, each in its words (then the runtime's ids): the graph's usability
+//! first, "graph quarantined after native failure" and then a poisoned buffer it uses (both
+//! `DeviceLost`: nothing it could wait for makes the graph usable again); a producer of
+//! another runtime; "runtime submission capacity exhausted"; a live host mapping of bytes it
+//! uses; "prepared run slots are occupied; drop completed observers or reserve more slots"
+//! (the last three `Busy`). A caller told `Busy` may retry; one told `DeviceLost` may not.
 
 use super::completion::Signal;
 use super::dependencies::Use;
@@ -140,7 +149,7 @@ impl ExecutableGraph {
     fn usable(&self) -> Result<()> {
         if self.inner.quarantined.load(Ordering::Acquire) {
             return Err(Error::DeviceLost(format!(
-                "graph {} is quarantined after a native failure",
+                "graph quarantined after native failure (graph {})",
                 self.inner.id
             )));
         }
@@ -251,7 +260,7 @@ impl ExecutableGraph {
         let mut scheduler = core.scheduler();
         if scheduler.occupied() >= scheduler.capacity {
             return Err(Error::Busy(format!(
-                "runtime submission capacity of {} is exhausted; wait for or drop completions",
+                "runtime submission capacity exhausted: {} submissions in flight; wait for or drop completions",
                 scheduler.capacity
             )));
         }
@@ -281,7 +290,7 @@ impl ExecutableGraph {
         }
         let slot = slot.ok_or_else(|| {
                 Error::Busy(format!(
-                    "all {} slots of graph {} are occupied; drop completed completions or reserve more graph_slots",
+                    "prepared run slots are occupied; drop completed observers or reserve more slots (all {} of graph {}; RuntimeOptions::graph_slots)",
                     occupied.len(),
                     self.inner.id
                 ))

@@ -234,7 +234,7 @@ fn a_failed_copy_marks_the_copy_stream_unhealthy() {
     assert!(first.submit().unwrap().wait().unwrap_err().is_device_loss());
     let error = second.submit().unwrap().wait().unwrap_err();
     assert!(
-        error.to_string().contains("copy stream is unhealthy"),
+        error.to_string().contains("copy stream is quarantined"),
         "{error}"
     );
     assert_eq!(rt.counters().copy_streams_created, 1);

@@ -4,8 +4,9 @@
 //! to the region's engine before it runs and checked for poison; poison is per buffer and
 //! names its cause; an NPU run is a region of its own over exactly its views' bytes, and its
 //! failures are classified as any native failure's; conflicts across submissions are exact
-//! byte ranges across lanes and views; a quarantined graph answers `DeviceLost` before `Busy`;
-//! a lane serializes by its name.
+//! byte ranges across lanes and views; a quarantined graph answers `DeviceLost` before `Busy`,
+//! and every refusal of `submit` comes in the seed's order; the builder's and `submit`'s
+//! refusals say the seed's words; a lane serializes by its name.
 
 use crate::common::gate;
 use hrx::{
@@ -221,7 +222,7 @@ fn any_failed_copy_batch_marks_its_lanes_copy_stream_unhealthy() {
     let later = second.submit().unwrap().wait().unwrap_err();
     assert!(later.is_device_loss(), "{later}");
     assert!(
-        later.to_string().contains("copy stream is unhealthy"),
+        later.to_string().contains("copy stream is quarantined"),
         "{later}"
     );
     // Other lanes are unaffected: a download still runs.
@@ -462,7 +463,7 @@ fn an_unhealthy_copy_stream_is_kept_for_graphs_prepared_after_the_failure() {
     assert_eq!(rt.counters().lane_copy_bytes, [0, 0, 0]);
     let later = upload().submit().unwrap().wait().unwrap_err();
     assert!(
-        later.to_string().contains("copy stream is unhealthy"),
+        later.to_string().contains("copy stream is quarantined"),
         "{later}"
     );
     assert_eq!(rt.counters().copy_streams_created, 1);
@@ -541,4 +542,186 @@ fn gpu_lanes_serialize_by_name() {
         r#"["Upload","Compute","Download"]"#
     );
     assert_eq!(GpuLane::default(), GpuLane::Compute);
+}
+
+/// The seed's `submit_after` refuses in one order: the graph's usability (quarantine, then
+/// poison of any buffer it uses), then a producer of another runtime, then the runtime's
+/// capacity, then a live host mapping of bytes it uses, then the graph's slots. Each
+/// refusal here is the first of several that hold at once, told apart by the seed's words.
+#[test]
+fn submits_refusals_come_in_the_seeds_order() {
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(1).capacity(1)).unwrap();
+    let other = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let foreign = {
+        let buffer = other.buffer(8, Placement::HostVisible).unwrap();
+        let mut graph = other.graph();
+        graph.fill(buffer.whole(), 1).unwrap();
+        graph.prepare().unwrap().submit().unwrap()
+    };
+    // `poisoned` is poisoned by an uncertain failure; `reader` only reads it.
+    let poisoned = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let copied = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let mut lost = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        lost.gpu_scoped(&[GpuAccess::new(poisoned.whole(), Access::Write)], |_| {
+            Err(Error::Message("lost".into()))
+        })
+        .unwrap();
+    }
+    let lost = lost.prepare().unwrap();
+    assert!(lost.submit().unwrap().wait().unwrap_err().is_device_loss());
+    let mut reader = rt.graph();
+    reader.copy(copied.whole(), poisoned.whole()).unwrap();
+    let reader = reader.prepare().unwrap();
+    // `graph` fills a host-visible buffer; its only slot is held by a retired submission.
+    let mapped = rt.buffer(8, Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(mapped.whole(), 1).unwrap();
+    let graph = graph.prepare().unwrap();
+    let held = graph.submit().unwrap();
+    held.wait().unwrap();
+    // The capacity of 1 taken by a blocked submission of a third graph.
+    let blocker = rt.buffer(8, Placement::HostVisible).unwrap();
+    let (release, wait) = gate(Duration::from_secs(20));
+    let mut blocked = rt.graph();
+    blocked
+        .host(
+            &[GpuAccess::new(blocker.whole(), Access::Write)],
+            move |_| {
+                wait();
+                Ok(())
+            },
+        )
+        .unwrap();
+    let in_flight = blocked.prepare().unwrap().submit().unwrap();
+    let mapping = mapped.map_write(0..8).unwrap();
+    let refusal = |result: hrx::Result<hrx::Completion>| result.unwrap_err();
+
+    let quarantined = refusal(lost.submit_after(std::slice::from_ref(&foreign)));
+    assert!(
+        matches!(&quarantined, Error::DeviceLost(m) if m.contains("graph quarantined after native failure")),
+        "{quarantined}"
+    );
+    let poison = refusal(reader.submit_after(std::slice::from_ref(&foreign)));
+    assert!(
+        matches!(&poison, Error::DeviceLost(m) if m.contains("poisoned by submission 1 region 0")),
+        "{poison}"
+    );
+    let foreign_producer = refusal(graph.submit_after(std::slice::from_ref(&foreign)));
+    assert!(
+        foreign_producer
+            .to_string()
+            .contains("completion belongs to another runtime"),
+        "{foreign_producer}"
+    );
+    let capacity = refusal(graph.submit());
+    assert!(
+        matches!(&capacity, Error::Busy(m) if m.contains("runtime submission capacity exhausted")),
+        "{capacity}"
+    );
+    release.send(()).unwrap();
+    in_flight.wait().unwrap();
+    let host_mapping = refusal(graph.submit());
+    assert!(
+        matches!(&host_mapping, Error::Busy(m) if m.contains("is mapped for host")),
+        "{host_mapping}"
+    );
+    drop(mapping);
+    let slots = refusal(graph.submit());
+    assert!(
+        matches!(&slots, Error::Busy(m) if m.contains(
+            "prepared run slots are occupied; drop completed observers or reserve more slots"
+        )),
+        "{slots}"
+    );
+    drop(held);
+    graph.submit().unwrap().wait().unwrap();
+}
+
+/// The builder's refusals say what the seed's say (`Graph::copy_on`, `Graph::gpu_aliasing`,
+/// `Graph::npu`, `push`, `prepare`), in its words, beside the ids and ranges the runtime adds:
+/// a program or a check that looks for the seed's text finds it.
+#[test]
+fn the_builders_refusals_say_the_seeds_words() {
+    let (rt, other) = (
+        Runtime::new(RuntimeOptions::sim()).unwrap(),
+        Runtime::new(RuntimeOptions::sim()).unwrap(),
+    );
+    let says = |error: Error, words: &str| {
+        assert!(
+            error.to_string().contains(words),
+            "{error:?} lacks {words:?}"
+        );
+    };
+    let local = rt.buffer(64, Placement::GpuLocal).unwrap();
+    let foreign = other.buffer(64, Placement::GpuLocal).unwrap();
+    let mut graph = rt.graph();
+    says(
+        graph.fill(foreign.whole(), 0).unwrap_err(),
+        "buffer belongs to another runtime",
+    );
+    says(
+        graph
+            .copy(local.view(0..8).unwrap(), local.view(4..12).unwrap())
+            .unwrap_err(),
+        "copy needs equal, nonoverlapping ranges",
+    );
+    says(
+        graph
+            .copy(local.view(0..8).unwrap(), local.view(8..24).unwrap())
+            .unwrap_err(),
+        "copy needs equal, nonoverlapping ranges",
+    );
+    let foreign_kernel = other.kernel(&kernels::iota(4, 0, 1)).unwrap();
+    says(
+        graph
+            .gpu(&foreign_kernel, &[local.view(0..16).unwrap()])
+            .unwrap_err(),
+        "kernel belongs to another runtime",
+    );
+    let iota = rt.kernel(&kernels::iota(4, 0, 1)).unwrap();
+    says(
+        graph.gpu(&iota, &[local.view(2..18).unwrap()]).unwrap_err(),
+        "GPU allocation does not satisfy kernel alignment",
+    );
+    // An NPU kernel whose first argument must be 8-byte aligned.
+    let mut spec = kernels::npu_threshold(16, 1);
+    spec.contract.bindings[0].alignment = 8;
+    let npu = rt.npu_kernel(&spec).unwrap();
+    let (g0, g1) = (npu.group(0).unwrap(), npu.group(1).unwrap());
+    let input = rt.buffer(64, Placement::NpuShared { group: g0 }).unwrap();
+    let output = rt.buffer(64, Placement::NpuShared { group: g1 }).unwrap();
+    says(
+        graph
+            .npu(
+                &npu,
+                &[input.view(1..17).unwrap(), output.view(0..16).unwrap()],
+            )
+            .unwrap_err(),
+        "NPU allocation does not satisfy kernel alignment",
+    );
+    says(
+        graph
+            .npu(
+                &npu,
+                &[local.view(0..16).unwrap(), output.view(0..16).unwrap()],
+            )
+            .unwrap_err(),
+        "missing NPU import",
+    );
+    says(
+        graph
+            .npu(
+                &npu,
+                &[input.view(0..16).unwrap(), input.view(16..32).unwrap()],
+            )
+            .unwrap_err(),
+        "NPU binding device or host memory bank differs from the program",
+    );
+    assert!(graph.is_empty());
+    says(
+        graph.prepare().err().expect("an empty graph is refused"),
+        "cannot prepare an empty graph",
+    );
 }

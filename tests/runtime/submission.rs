@@ -118,7 +118,12 @@ fn capacity_exhaustion_answers_busy() {
     let a = executable.submit().unwrap();
     let b = executable.submit().unwrap();
     let error = executable.submit().unwrap_err();
-    assert!(error.to_string().contains("capacity of 2"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("capacity exhausted: 2 submissions"),
+        "{error}"
+    );
     assert_eq!(rt.in_flight(), 2);
     release.send(()).unwrap();
     release.send(()).unwrap();
