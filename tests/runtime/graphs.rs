@@ -239,6 +239,49 @@ fn an_operations_own_checks_come_before_runtime_identity() {
     assert_eq!(graph.fill(local.whole(), 0).unwrap().index(), 0);
 }
 
+/// The seed's `gpu_aliasing` asks whose kernel it is before anything else (no contract check
+/// runs first, unlike `gpu`), and checks each binding's alignment before `push` asks whose
+/// buffers they are: a foreign kernel with a short binding is refused as foreign, a
+/// misaligned binding of a foreign buffer as misaligned, through `gpu` and `gpu_aliasing`.
+#[test]
+fn gpu_aliasing_asks_its_kernels_runtime_first_and_alignment_before_its_buffers() {
+    let (rt, other) = (sim(), sim());
+    let n = 16;
+    let local = rt.buffer(n * 4 + 4, Placement::GpuLocal).unwrap();
+    let foreign = other.buffer(n * 4 + 4, Placement::GpuLocal).unwrap();
+    let foreign_kernel = other.kernel(&kernels::iota(n, 0, 1)).unwrap();
+    let iota = rt.kernel(&kernels::iota(n, 0, 1)).unwrap();
+    let mut graph = rt.graph();
+    // SAFETY: refused before anything is recorded or launched.
+    let error =
+        unsafe { graph.gpu_aliasing(&foreign_kernel, &[local.view(0..4).unwrap()]) }.unwrap_err();
+    assert!(
+        matches!(error, Error::ForeignRuntime { what: "kernel" }),
+        "{error:?}"
+    );
+    let misaligned = foreign.view(2..2 + n * 4).unwrap();
+    let error = graph
+        .gpu(&iota, std::slice::from_ref(&misaligned))
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Binding(BindingError::Misaligned {
+                allocation: "GPU",
+                ..
+            })
+        ),
+        "{error:?}"
+    );
+    // SAFETY: as above.
+    let error = unsafe { graph.gpu_aliasing(&iota, &[misaligned]) }.unwrap_err();
+    assert!(
+        matches!(error, Error::Binding(BindingError::Misaligned { .. })),
+        "{error:?}"
+    );
+    assert!(graph.is_empty());
+}
+
 /// The seed's `gpu_scoped` checks no aliasing between a callback's bindings (its safety
 /// contract makes the callback answer for how it uses them), and its region's uses are
 /// their union: a later write waits on exactly the bytes the bindings cover together.
@@ -275,6 +318,34 @@ fn a_scoped_callbacks_bindings_may_overlap_and_order_later_work_by_their_union()
         vec![(0, HazardKind::WriteAfterWrite, buffer.id(), 40..48)]
     );
     executable.submit().unwrap().wait().unwrap();
+}
+
+/// The seed's `gpu_scoped` takes any number of bindings, none too: such a callback is still a
+/// region of its own on the Compute queue, run on a worker with no views.
+#[test]
+fn a_scoped_callback_without_bindings_is_a_region_of_its_own() {
+    let rt = sim();
+    let views = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let seen = views.clone();
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory and owns no native resource.
+    unsafe {
+        graph
+            .gpu_scoped(&[], move |bound| {
+                *seen.lock().unwrap() = Some(bound.len());
+                Ok(())
+            })
+            .unwrap();
+    }
+    let executable = graph.prepare().unwrap();
+    let shape: Vec<_> = executable
+        .describe()
+        .iter()
+        .map(|r| (r.queue, r.kind, r.nodes.clone()))
+        .collect();
+    assert_eq!(shape, vec![(Queue::GpuCompute, RegionKind::Scoped, 0..1)]);
+    executable.submit().unwrap().wait().unwrap();
+    assert_eq!(*views.lock().unwrap(), Some(0));
 }
 
 /// A run of copies only is a copy batch on the lane's cached copy stream, on the Compute
