@@ -564,8 +564,9 @@ impl Runtime {
                 runtime: hook.runtime,
                 backend: info.backend.to_string(),
                 device: format!("{} (ordinal {})", info.name, info.ordinal),
-                graph_slots: options.graph_slots as u32,
-                capacity: options.capacity as u32,
+                // Saturated, not truncated: `1 << 32` read as 0, a runtime taking nothing.
+                graph_slots: u32::try_from(options.graph_slots).unwrap_or(u32::MAX),
+                capacity: u32::try_from(options.capacity).unwrap_or(u32::MAX),
                 fault: options.fault.as_ref().map(ToString::to_string),
                 time_ns: hook.now_ns(),
             }));

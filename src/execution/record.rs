@@ -190,7 +190,7 @@ pub(crate) fn prepared(
         runtime: hook.runtime,
         graph: s::GraphId(graph),
         prepared: s::PreparedId(graph),
-        slots: slots as u32,
+        slots: u32::try_from(slots).unwrap_or(u32::MAX),
         parallel,
         regions: regions.collect(),
         time_ns: hook.now_ns(),

@@ -257,6 +257,31 @@ fn a_runtime_can_record_into_its_own_recorder() {
     assert_eq!(digest, Some(xxhash_rust::xxh3::xxh3_64(&[3; 32])));
 }
 
+/// A capacity past `u32::MAX` (a program asking for no practical limit) is recorded as
+/// `u32::MAX`, not truncated: `1 << 32` was recorded as 0, which `replay` refuses as a
+/// runtime that can take no submission, and `(1 << 32) + 5` as 5, a replay's much smaller
+/// capacity that would answer `Busy` where the program was not refused.
+#[test]
+fn a_capacity_past_u32_is_recorded_saturated_not_truncated() {
+    for capacity in [1usize << 32, (1 << 32) + 5, usize::MAX] {
+        let sink = hrx_capture::MemorySink::new();
+        let recorder =
+            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+                .unwrap();
+        let options = RuntimeOptions::sim()
+            .recorder(recorder.clone())
+            .capacity(capacity);
+        drop(Runtime::new(options).unwrap());
+        recorder.close().unwrap();
+        let trace = hrx_capture::Trace::from_bytes(&sink.contents()).unwrap();
+        let recorded = trace.records.iter().find_map(|r| match r {
+            Record::RuntimeStart(start) => Some(start.capacity),
+            _ => None,
+        });
+        assert_eq!(recorded, Some(u32::MAX), "capacity {capacity}");
+    }
+}
+
 #[test]
 fn by_default_only_host_observable_outputs_are_digested() {
     let sink = hrx_capture::MemorySink::new();
