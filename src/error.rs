@@ -6,8 +6,10 @@
 //! code, made by one mapping function per backend (`map_error` in `gpu::cuda`, `gpu::hip`,
 //! `npu::xrt`). [`Error`] keeps the seed's variants (`Message`, `Busy`, `DeviceLost`,
 //! `Unsupported`, ...) and wraps device errors as [`Error::Device`].
-//! [`Error::is_device_loss`] is the one place that decides whether a failure has an
-//! uncertain extent: quarantine, poisoning and unhealthy copy streams flow from it.
+//! [`Error::is_device_loss`] is the one place that decides whether an error has an
+//! uncertain extent: quarantine and poisoning flow from it, through the region's
+//! `uncertain` (`execution::region`), which adds the seed's one rule by kind: every error of
+//! a scoped native callback is uncertain, whatever its variant, and is answered as it is.
 
 use std::ops::Range;
 

@@ -237,9 +237,9 @@ impl Graph {
     /// - it lets no raw pointer or view escape its scope, and its private storage is not
     ///   reachable outside it;
     /// - it returns an error only for a failure it cannot bound: any error it returns is
-    ///   an uncertain failure (the runtime cannot see into its streams), answered as
-    ///   [`Error::DeviceLost`] with the callback's error in the message; the graph is then
-    ///   quarantined and its written bindings poisoned.
+    ///   an uncertain failure (the runtime cannot see into its streams), whatever its
+    ///   variant: the graph is then quarantined and its written bindings poisoned, and the
+    ///   submission fails with the callback's error as it returned it (as in the seed).
     ///
     /// # Errors
     /// [`Error::ForeignRuntime`].

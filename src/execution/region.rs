@@ -10,9 +10,12 @@
 //!   copy regions on that lane answer `DeviceLost` ("copy stream is quarantined", the seed's
 //!   words): after a failed batch nobody knows what is still queued on, or half done by, the
 //!   shared stream;
-//! - any error a scoped native callback returns is an uncertain failure (answered as
-//!   `DeviceLost`): the runtime cannot see into the callback's private streams, so its
-//!   graph is quarantined and what its bindings write is poisoned;
+//! - any error a scoped native callback returns is an uncertain failure
+//!   ([`Region::uncertain`]): the runtime cannot see into the callback's private streams, so
+//!   its graph is quarantined and what its bindings write is poisoned. The error itself is
+//!   passed up as the callback returned it, as the seed's `run` does (`callback(&views)?`):
+//!   the submission fails with the callback's own error (it was wrapped in a `DeviceLost`
+//!   before session 55, so a caller matching the callback's variant missed it);
 //! - poison is per buffer (see [`crate::execution::scheduler`]).
 
 use super::dependencies::{Hazard, Use};
@@ -168,6 +171,16 @@ impl Region {
         }
     }
 
+    /// Whether `error`, from this region's native work, is a failure of uncertain extent:
+    /// every error of a scoped native callback (the runtime cannot see into its private
+    /// streams, and the seed's contract has it return an error only then: "captured resources
+    /// and bindings are then quarantined together"), and otherwise what
+    /// [`Error::is_device_loss`] says of the error. The one place the scheduler asks before it
+    /// quarantines a graph and poisons what a region writes.
+    pub fn uncertain(&self, error: &Error) -> bool {
+        self.kind == RegionKind::Scoped || error.is_device_loss()
+    }
+
     /// Fails with `DeviceLost` when an input is poisoned; nothing ran.
     pub fn check_inputs(&self) -> Result<()> {
         for use_ in &self.uses {
@@ -227,7 +240,8 @@ impl Region {
                     .iter()
                     .map(BufferView::gpu)
                     .collect::<Result<Vec<_>>>()?;
-                lock(callback)(&views).map_err(scoped_failure)?;
+                // As it is: `uncertain` quarantines whatever it is (see the module docs).
+                lock(callback)(&views)?;
             }
             Backend::Npu(run) => run.claim().execute()?,
             Backend::Host(callback, bindings) => lock(callback)(&mut HostViews { bindings })?,
@@ -328,22 +342,5 @@ impl Region {
                 use_.view.buffer().storage.wrote(engine);
             }
         }
-    }
-}
-
-/// The error of a scoped native callback, as an uncertain failure.
-///
-/// The runtime cannot see into a callback's private streams: whatever it returns, the
-/// runtime cannot know how far its writes got. The seed's contract ("on an uncertain failure
-/// return an error; captured resources and bindings are then quarantined together") makes
-/// every callback error a device loss, so [`Error::is_device_loss`] quarantines the graph and
-/// poisons what the callback writes; the callback's own error stays in the message.
-fn scoped_failure(error: Error) -> Error {
-    if error.is_device_loss() {
-        error
-    } else {
-        Error::DeviceLost(format!(
-            "a scoped native callback failed, its effects are unknown: {error}"
-        ))
     }
 }

@@ -18,8 +18,9 @@
 //!
 //! Failure: a failed region cancels every region of its submission that has not started,
 //! and the submission fails with that first error. A failed or cancelled submission cancels
-//! every submission that named it as a producer, transitively. A native failure for which
-//! [`crate::Error::is_device_loss`] holds quarantines the prepared graph and poisons every
+//! every submission that named it as a producer, transitively. A native failure of uncertain
+//! extent (`Region::uncertain`: any error of a scoped callback, otherwise one for which
+//! [`crate::Error::is_device_loss`] holds) quarantines the prepared graph and poisons every
 //! buffer its region writes, the whole buffer, not only the bytes written: as in the seed,
 //! poison is per buffer, because an uncertain failure says nothing reliable about which
 //! bytes the native work reached. A region that uses any byte of a poisoned buffer fails
@@ -775,7 +776,7 @@ impl Scheduler {
             Err(error) => {
                 flight.states[region] = State::Failed;
                 let prepared = &flight.prepared;
-                if native && error.is_device_loss() {
+                if native && prepared.regions[region].uncertain(&error) {
                     let cause = format!(
                         "poisoned by submission {submission} region {region} (graph {}): {error}",
                         prepared.id

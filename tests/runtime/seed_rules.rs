@@ -48,7 +48,9 @@ fn gated_uncertain_failure(
 
 conformance! {
     /// The seed: "On an uncertain failure return an error; captured resources and bindings
-    /// are then quarantined together". Any error, not only `DeviceLost`.
+    /// are then quarantined together". Any error, not only `DeviceLost`; and its `run` passes
+    /// the callback's error up as it is (`callback(&views)?`): the submission fails with the
+    /// callback's own error, not one the runtime made of it.
     fn a_scoped_callback_error_quarantines_its_graph_and_poisons_what_it_writes(rt) {
         let input = rt.buffer(64, Placement::GpuLocal).unwrap();
         let output = rt.buffer(64, Placement::GpuLocal).unwrap();
@@ -67,10 +69,9 @@ conformance! {
         }
         let executable = graph.prepare().unwrap();
         let error = executable.submit().unwrap().wait().unwrap_err();
-        assert!(error.is_device_loss(), "{error}");
         assert!(
-            error.to_string().contains("private stream reported a launch failure"),
-            "the callback's own error is kept: {error}"
+            matches!(&error, Error::Kernel(m) if m == "private stream reported a launch failure"),
+            "the callback's own error, as it is: {error:?}"
         );
         assert!(executable.quarantined());
         let again = executable.submit().unwrap_err();
@@ -570,7 +571,7 @@ fn submits_refusals_come_in_the_seeds_order() {
         .unwrap();
     }
     let lost = lost.prepare().unwrap();
-    assert!(lost.submit().unwrap().wait().unwrap_err().is_device_loss());
+    assert!(lost.submit().unwrap().wait().is_err());
     let mut reader = rt.graph();
     reader.copy(copied.whole(), poisoned.whole()).unwrap();
     let reader = reader.prepare().unwrap();
