@@ -474,12 +474,15 @@ impl Baseline {
     ///
     /// # Errors
     /// [`ReplayError::Baseline`] when the file cannot be read, is not a regular file, is
-    /// larger than a baseline can be (64 MiB), is no baseline, has another version, or a
-    /// row's figures do not hold together.
+    /// larger than a baseline can be (64 MiB), is no baseline, has another version, its
+    /// host's load is no load average, or a row's figures do not hold together.
     pub fn load(path: &Path) -> Result<Baseline, ReplayError> {
         let baseline = Baseline::read(path)?;
         if baseline.runs == 0 {
             return Err(baseline_error(path, "it holds 0 runs"));
+        }
+        if let Some(why) = baseline.host.and_then(|host| check_host(&host).err()) {
+            return Err(baseline_error(path, why));
         }
         if let Some(row) = baseline.rows.iter().find(|r| r.runs.len() > baseline.runs) {
             return Err(baseline_error(
@@ -992,6 +995,31 @@ fn slower_than_capture(
         hrx_analysis::units::plural(slower.len() as u64, "region row"),
         hrx_analysis::units::ratio(*widest),
     ));
+}
+
+/// The highest load average a host can have: Linux counts its runnable and waiting tasks,
+/// of which there are at most `PID_MAX_LIMIT` (2^22).
+const MOST_LOAD: f64 = 4_194_304.0;
+
+/// Whether a baseline's host figures hold together: each load average a number from 0 to
+/// [`MOST_LOAD`]. A hand-edited 1e308 was taken, and every note naming the baseline's load
+/// printed its 309 digits; a negative load was taken too.
+fn check_host(host: &HostLoad) -> Result<(), String> {
+    let loads = [
+        ("load_before", host.load_before),
+        ("load_after", host.load_after),
+    ];
+    for (field, load) in loads {
+        if let Some(load) = load
+            && !(0.0..=MOST_LOAD).contains(&load)
+        {
+            // `{:?}`: 1e308 as `1e308`, not its 309 digits.
+            return Err(format!(
+                "host.{field} is {load:?}, not a load average (one from 0 to {MOST_LOAD})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether a row's figures hold together: its pooled graphs ascending from its graph,

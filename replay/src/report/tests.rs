@@ -497,6 +497,53 @@ fn a_baseline_that_judges_nothing_or_holds_odd_rows_is_refused() {
         .unwrap();
 }
 
+/// A baseline's host load is a load average, 0 to the most tasks Linux counts: a
+/// hand-edited one is refused as it is read, naming the file and the field, in one line
+/// (1e308 was taken, and every note naming the baseline's load printed its 309 digits; a
+/// negative load was taken too).
+#[test]
+fn a_baseline_whose_host_load_is_no_load_average_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    crate::Baseline::of(&fill_report()).save(&path).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let with_load = |field: &str, load: serde_json::Value| {
+        let mut v = saved.clone();
+        v["host"] = serde_json::json!({"cpus": 2, "load_before": 0.5, "load_after": 0.5});
+        v["host"][field] = load;
+        std::fs::write(&path, v.to_string()).unwrap();
+        crate::Baseline::load(&path)
+    };
+    for (field, load, shown) in [
+        ("load_before", serde_json::json!(1e308), "1e308"),
+        ("load_after", serde_json::json!(-1.0), "-1.0"),
+        ("load_after", serde_json::json!(4194305.0), "4194305.0"),
+    ] {
+        let Err(error) = with_load(field, load) else {
+            panic!("host.{field} {shown} is refused")
+        };
+        let error = error.to_string();
+        assert_eq!(
+            error,
+            format!(
+                "baseline {}: host.{field} is {shown}, not a load average (one from 0 to \
+                 4194304)",
+                path.display()
+            )
+        );
+    }
+    // The edges, and a host whose loads are unknown, load.
+    for (field, load) in [
+        ("load_before", serde_json::json!(0.0)),
+        ("load_after", serde_json::json!(4194304.0)),
+        ("load_after", serde_json::Value::Null),
+    ] {
+        let loaded = with_load(field, load.clone());
+        assert!(loaded.is_ok(), "{field} {load}: {:?}", loaded.err());
+    }
+}
+
 /// A baseline row this replay has no row for judges nothing and is said: a baseline saved
 /// with `--per-op`, judging a replay without it, lost its operation rows silently (a
 /// break-it pass).
