@@ -154,6 +154,11 @@ pub enum Error {
     /// A validation failure that fits no narrower variant.
     #[error("{0}")]
     Message(String),
+    /// An `HRX_` environment variable the runtime reads as it starts holds a value it does
+    /// not take: the line names the variable (`HRX_BACKEND: expected auto, sim, cuda or hip,
+    /// got "x"`), and is the whole message, as a command-line flag's error is.
+    #[error("{0}")]
+    Variable(String),
     /// The runtime's submission capacity or the graph's slots are exhausted, or a live host
     /// mapping conflicts with the submission. Retry after completions were dropped.
     #[error("busy: {0}")]

@@ -269,7 +269,7 @@ impl RuntimeOptions {
         self
     }
 
-    fn resolve(mut self) -> Result<Self> {
+    fn resolve(self) -> Result<Self> {
         if self.graph_slots == 0 || self.capacity == 0 {
             return Err(Error::Message(
                 "graph_slots and capacity must be at least 1".into(),
@@ -278,6 +278,14 @@ impl RuntimeOptions {
         if !self.environment {
             return Ok(self);
         }
+        // Every error below is a variable's: its own line (`record` printed it behind
+        // `cannot start the hrx runtime:`, where `replay` printed the line alone).
+        self.read_environment()
+            .map_err(|e| Error::Variable(e.to_string()))
+    }
+
+    /// The options the environment's `HRX_` variables set (see [`RuntimeOptions::resolve`]).
+    fn read_environment(mut self) -> Result<Self> {
         if self.backend == BackendChoice::Auto
             && let Ok(text) = std::env::var("HRX_BACKEND")
         {
@@ -530,7 +538,8 @@ impl Runtime {
     ///
     /// # Errors
     /// [`Error::Unsupported`] when the chosen backend is missing (the message names the
-    /// library looked for); [`Error::Message`] for bad options or environment values.
+    /// library looked for); [`Error::Message`] for bad options; [`Error::Variable`] for a
+    /// bad value of an `HRX_` environment variable.
     pub fn new(options: RuntimeOptions) -> Result<Self> {
         let trace_from_environment =
             options.environment && options.trace.is_none() && options.recorder.is_none();

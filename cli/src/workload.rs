@@ -511,6 +511,10 @@ fn execute(
     let fault = options.fault.clone();
     let backend = options.backend;
     let runtime = Runtime::new(options).map_err(|e| {
+        // A bad variable's line is the whole error, as `replay` and a bad flag say theirs.
+        if let hrx::Error::Variable(line) = e {
+            return Failure::new(line);
+        }
         let failure = Failure::new(format!("cannot start the hrx runtime: {e}"));
         match (e, backend) {
             (hrx::Error::Unsupported(_), BackendChoice::Cuda | BackendChoice::Hip) => {

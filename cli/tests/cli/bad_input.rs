@@ -1103,7 +1103,9 @@ fn kernel_times_switches_conflict_and_reach_the_program() {
 }
 
 /// A bad `HRX_BACKEND` or `HRX_NPU_BACKEND` reads as every bad variable does (they read
-/// `unknown backend "x" (expected ...)`); `--backend`'s own message is left as it is.
+/// `unknown backend "x" (expected ...)`); `--backend`'s own message is left as it is. The
+/// variable's line is the error itself, as `replay` prints it (`record` printed it behind
+/// `cannot start the hrx runtime:`).
 #[test]
 fn hrx_backend_and_hrx_npu_backend_are_refused_in_the_variable_shape() {
     let dir = tempfile::tempdir().unwrap();
@@ -1116,7 +1118,10 @@ fn hrx_backend_and_hrx_npu_backend_are_refused_in_the_variable_shape() {
             .env(variable, "X")
             .output()
             .unwrap();
-        assert_error(&out, &format!("{variable}: expected {expected}, got \"X\""));
+        assert_error(
+            &out,
+            &format!("error: {variable}: expected {expected}, got \"X\"\n"),
+        );
         assert!(!dir.path().join("b.hrxt").exists(), "{variable}");
     }
 }
