@@ -78,36 +78,50 @@ impl fmt::Display for FaultSpec {
     }
 }
 
-impl FromStr for FaultSpec {
-    type Err = Error;
+impl FaultSpec {
+    /// The forms a fault spec takes, as a bad one's error names them (`KIND` is one of
+    /// [`FaultSpec::KINDS`]).
+    pub const FORMS: &str = "op=N:KIND or kernel=NAME[#N]:KIND";
 
-    /// Parses `op=N:KIND` or `kernel=NAME[#N]:KIND`, KIND being `device-lost` or
-    /// `kernel-error`.
-    fn from_str(text: &str) -> Result<Self> {
-        let bad = |why: &str| {
-            Error::Message(format!(
-                "bad fault spec {text:?}: {why} (expected op=N:KIND or kernel=NAME[#N]:KIND, KIND device-lost or kernel-error)"
+    /// The kinds a fault spec's `KIND` names.
+    pub const KINDS: &str = "device-lost or kernel-error";
+
+    /// `text`, the value of environment variable `variable` (`HRX_FAULT`), as a fault spec.
+    ///
+    /// # Errors
+    /// [`Error::Variable`] in the shape every `HRX_` variable's bad value is said in
+    /// ([`hrx_capture::switch::bad_value`]), the parser's reason after it: `HRX_FAULT:
+    /// expected op=N:KIND or kernel=NAME[#N]:KIND (KIND device-lost or kernel-error), got
+    /// "op=0:device-lost": the count must be a whole number from 1`.
+    pub fn from_variable(variable: &str, text: &str) -> Result<Self> {
+        Self::parse(text).map_err(|why| {
+            let expected = format!("{} (KIND {})", Self::FORMS, Self::KINDS);
+            Error::Variable(hrx_capture::switch::bad_value(
+                variable,
+                &expected,
+                text,
+                Some(&why),
             ))
+        })
+    }
+
+    /// Parses `op=N:KIND` or `kernel=NAME[#N]:KIND`; the error is why not, in words.
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        let kind_of = |kind: &str| match kind {
+            "device-lost" => Some(FaultKind::DeviceLost),
+            "kernel-error" => Some(FaultKind::KernelError),
+            _ => None,
         };
-        let (target, kind) = text
-            .rsplit_once(':')
-            .ok_or_else(|| bad("missing ':KIND'"))?;
-        let kind = match kind {
-            "device-lost" => FaultKind::DeviceLost,
-            "kernel-error" => FaultKind::KernelError,
-            _ => return Err(bad("unknown kind")),
-        };
+        let (target, kind_text) = text.rsplit_once(':').ok_or("missing ':KIND'")?;
+        let kind = kind_of(kind_text).ok_or("unknown kind")?;
         // Digits only: `u64::from_str` takes a leading `+` (`op=+7` was accepted).
         let count = |n: &str| match n.parse::<u64>() {
             _ if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) => {
-                Err(bad("the count must be a whole number from 1"))
+                Err("the count must be a whole number from 1".to_owned())
             }
             Ok(n) if n >= 1 => Ok(n),
-            Ok(_) => Err(bad("the count must be a whole number from 1")),
-            Err(_) => Err(bad(&format!(
-                "the count is too large (at most {})",
-                u64::MAX
-            ))),
+            Ok(_) => Err("the count must be a whole number from 1".to_owned()),
+            Err(_) => Err(format!("the count is too large (at most {})", u64::MAX)),
         };
         let target = if let Some(n) = target.strip_prefix("op=") {
             FaultTarget::Operation(count(n)?)
@@ -117,16 +131,32 @@ impl FromStr for FaultSpec {
                 None => (rest, 1),
             };
             if name.is_empty() {
-                return Err(bad("empty kernel name"));
+                return Err("empty kernel name".into());
             }
             FaultTarget::Kernel {
                 name: name.to_string(),
                 occurrence,
             }
         } else {
-            return Err(bad("unknown target"));
+            return Err("unknown target".into());
         };
         Ok(Self { target, kind })
+    }
+}
+
+impl FromStr for FaultSpec {
+    type Err = Error;
+
+    /// Parses `op=N:KIND` or `kernel=NAME[#N]:KIND`, KIND being `device-lost` or
+    /// `kernel-error` (`--fault`'s value; [`FaultSpec::from_variable`] reads a variable's).
+    fn from_str(text: &str) -> Result<Self> {
+        Self::parse(text).map_err(|why| {
+            Error::Message(format!(
+                "bad fault spec {text:?}: {why} (expected {}, KIND {})",
+                Self::FORMS,
+                Self::KINDS
+            ))
+        })
     }
 }
 
@@ -278,6 +308,31 @@ mod tests {
         );
         let most = "op=18446744073709551615:device-lost".parse::<FaultSpec>();
         assert_eq!(most.unwrap().target, FaultTarget::Operation(u64::MAX));
+    }
+
+    /// A bad `HRX_FAULT` reads as every `HRX_` variable's bad value, the variable first, the
+    /// parser's reason after it (it read `HRX_FAULT: bad fault spec ...`, as `--fault`'s
+    /// parser words it, which it still does).
+    #[test]
+    fn a_bad_variable_reads_in_the_variables_shape() {
+        let error = FaultSpec::from_variable("HRX_FAULT", "op=0:device-lost")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "HRX_FAULT: expected op=N:KIND or kernel=NAME[#N]:KIND (KIND device-lost or \
+             kernel-error), got \"op=0:device-lost\": the count must be a whole number from 1"
+        );
+        assert_eq!(
+            FaultSpec::from_variable("HRX_FAULT", "kernel=k#2:device-lost").unwrap(),
+            "kernel=k#2:device-lost".parse().unwrap()
+        );
+        let flag = "op=0:device-lost".parse::<FaultSpec>().unwrap_err();
+        assert_eq!(
+            flag.to_string(),
+            "bad fault spec \"op=0:device-lost\": the count must be a whole number from 1 \
+             (expected op=N:KIND or kernel=NAME[#N]:KIND, KIND device-lost or kernel-error)"
+        );
     }
 
     #[test]

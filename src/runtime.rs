@@ -301,10 +301,7 @@ impl RuntimeOptions {
             && let Ok(text) = std::env::var("HRX_FAULT")
             && !text.is_empty()
         {
-            self.fault = Some(
-                text.parse()
-                    .map_err(|e| Error::Message(format!("HRX_FAULT: {e}")))?,
-            );
+            self.fault = Some(FaultSpec::from_variable("HRX_FAULT", &text)?);
         }
         if self.trace.is_none()
             && self.recorder.is_none()

@@ -66,19 +66,55 @@ impl CaptureRange {
         }
     }
 
+    /// The forms a capture range takes, as a bad one's error names them.
+    pub const FORMS: &str = "submissions:A..B, time:S..E or api";
+
     /// The environment's range ([`TRACE_RANGE_ENV`]), if set and not empty.
     ///
     /// # Errors
     ///
-    /// A [`RangeError`] naming the variable and what it must be.
+    /// A [`RangeError`] as [`CaptureRange::from_variable`] says it.
     pub fn from_env() -> Result<Option<CaptureRange>, RangeError> {
         match std::env::var(TRACE_RANGE_ENV) {
-            Ok(v) if !v.is_empty() => v
-                .parse()
-                .map(Some)
-                .map_err(|e: RangeError| RangeError(format!("{TRACE_RANGE_ENV}: {e}"))),
+            Ok(v) if !v.is_empty() => CaptureRange::from_variable(&v).map(Some),
             _ => Ok(None),
         }
+    }
+
+    /// `text`, the value of [`TRACE_RANGE_ENV`], as a range.
+    ///
+    /// # Errors
+    ///
+    /// A [`RangeError`] in the shape every `HRX_` variable's bad value is said in
+    /// ([`crate::switch::bad_value`]), with the parser's reason where it has one beyond the
+    /// forms: `HRX_TRACE_RANGE: expected submissions:A..B, time:S..E or api, got
+    /// "submissions:0..2": "0..2" starts at submission 0, ...`.
+    pub fn from_variable(text: &str) -> Result<CaptureRange, RangeError> {
+        CaptureRange::parse(text).map_err(|why| {
+            let why = why.as_ref().map(|why| why.0.as_str());
+            RangeError(crate::switch::bad_value(
+                TRACE_RANGE_ENV,
+                CaptureRange::FORMS,
+                text,
+                why,
+            ))
+        })
+    }
+
+    /// `text` as a range; the error `None` where it takes none of the forms.
+    fn parse(text: &str) -> Result<CaptureRange, Option<RangeError>> {
+        if text == "api" {
+            return Ok(CaptureRange::Api);
+        }
+        if let Some(range) = text.strip_prefix("submissions:") {
+            let (start, end) = parse_submissions(range)?;
+            return Ok(CaptureRange::Submissions { start, end });
+        }
+        if let Some(range) = text.strip_prefix("time:") {
+            let (start_ns, end_ns) = parse_time(range)?;
+            return Ok(CaptureRange::Time { start_ns, end_ns });
+        }
+        Err(None)
     }
 }
 
@@ -234,21 +270,16 @@ pub fn parse_time(text: &str) -> Result<(u64, Option<u64>), RangeError> {
 impl FromStr for CaptureRange {
     type Err = RangeError;
 
+    /// `--capture-range`'s value; [`CaptureRange::from_variable`] reads the variable's.
     fn from_str(text: &str) -> Result<Self, RangeError> {
-        if text == "api" {
-            return Ok(CaptureRange::Api);
-        }
-        if let Some(range) = text.strip_prefix("submissions:") {
-            let (start, end) = parse_submissions(range)?;
-            return Ok(CaptureRange::Submissions { start, end });
-        }
-        if let Some(range) = text.strip_prefix("time:") {
-            let (start_ns, end_ns) = parse_time(range)?;
-            return Ok(CaptureRange::Time { start_ns, end_ns });
-        }
-        Err(RangeError(format!(
-            "{text:?} is not a capture range: expected submissions:A..B, time:S..E or api"
-        )))
+        CaptureRange::parse(text).map_err(|why| {
+            why.unwrap_or_else(|| {
+                RangeError(format!(
+                    "{text:?} is not a capture range: expected {}",
+                    CaptureRange::FORMS
+                ))
+            })
+        })
     }
 }
 
@@ -361,6 +392,34 @@ mod tests {
                 start_ns: 200_000_000,
                 end_ns: None
             }
+        );
+    }
+
+    /// A bad `HRX_TRACE_RANGE` reads as every `HRX_` variable's bad value, the variable first
+    /// (`VAR: expected A or B, got "x"`), the parser's reason after it where it has one; it
+    /// read as `--capture-range`'s parser words it (`HRX_TRACE_RANGE: "x" is not a capture
+    /// range: ...`).
+    #[test]
+    fn a_bad_variable_reads_in_the_variables_shape() {
+        let err = |t: &str| CaptureRange::from_variable(t).unwrap_err().to_string();
+        assert_eq!(
+            err("bogus"),
+            "HRX_TRACE_RANGE: expected submissions:A..B, time:S..E or api, got \"bogus\""
+        );
+        assert_eq!(
+            err("submissions:0..2"),
+            "HRX_TRACE_RANGE: expected submissions:A..B, time:S..E or api, got \
+             \"submissions:0..2\": \"0..2\" starts at submission 0, but submissions are \
+             numbered from 1: write 1..B (or ..B) for the first ones"
+        );
+        assert!(err("time:3s..1s").ends_with(
+            "got \"time:3s..1s\": \"3s..1s\" is empty: the start must be before the end"
+        ));
+        assert_eq!(CaptureRange::from_variable("api"), Ok(CaptureRange::Api));
+        // The flag's words stay the parser's.
+        assert_eq!(
+            "bogus".parse::<CaptureRange>().unwrap_err().to_string(),
+            "\"bogus\" is not a capture range: expected submissions:A..B, time:S..E or api"
         );
     }
 

@@ -99,9 +99,14 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     };
     let fault = match (given, workload) {
         (Some((source, text)), _) => {
-            let spec = text
-                .parse::<FaultSpec>()
-                .map_err(|e| Failure::new(format!("{source}: {e}")))?;
+            // The flag's error as its parser words it, the variable's in every variable's
+            // shape (`HRX_FAULT: expected ..., got "x": why`).
+            let spec = if source == "HRX_FAULT" {
+                FaultSpec::from_variable(source, &text).map_err(|e| Failure::new(e.to_string()))?
+            } else {
+                text.parse::<FaultSpec>()
+                    .map_err(|e| Failure::new(format!("{source}: {e}")))?
+            };
             // Each workload's kernels are known before it runs: another name could never
             // fire, and would be found so only after the whole run (a built-in kernel the
             // workload never dispatches, `hrx_saxpy`, was taken, then "never fired").

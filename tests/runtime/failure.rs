@@ -345,7 +345,11 @@ fn hrx_backend_and_hrx_fault_are_read_from_the_environment() {
     );
     let bad_fault = stdout(&[("HRX_FAULT", "op=zero:device-lost")]);
     assert!(
-        bad_fault.contains("CHILD error=HRX_FAULT: bad fault spec"),
+        bad_fault.contains(
+            "CHILD error=HRX_FAULT: expected op=N:KIND or kernel=NAME[#N]:KIND (KIND \
+             device-lost or kernel-error), got \"op=zero:device-lost\": the count must be a \
+             whole number from 1"
+        ),
         "{bad_fault}"
     );
 }

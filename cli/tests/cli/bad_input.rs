@@ -1152,24 +1152,43 @@ fn hrx_trace_clock_is_validated() {
 
 /// Every variable's bad value reads alike, `VAR: expected A or B, got "value"` (the trace
 /// mode and compression threads said `VAR="value": expected ...` while the rest said it in
-/// this shape; fresh-user pass).
+/// this shape; fresh-user pass), the line the error itself (not behind `cannot start the hrx
+/// runtime:`). `HRX_FAULT` and `HRX_TRACE_RANGE` too, their parser's reason after it where
+/// it has one (they read as their flags' parsers word it: `HRX_FAULT: bad fault spec ...`).
 #[test]
 fn bad_variable_values_are_said_in_one_shape() {
     let dir = tempfile::tempdir().unwrap();
-    for (var, values) in [
-        ("HRX_TRACE_MODE", "lossless or lossy"),
-        ("HRX_TRACE_CLOCK", "auto or monotonic"),
-        ("HRX_TRACE_DIGESTS", "outputs or all"),
-        ("HRX_HUGE_PAGES", "0 or 1"),
+    let fault = "op=N:KIND or kernel=NAME[#N]:KIND (KIND device-lost or kernel-error)";
+    for (var, values, why) in [
+        ("HRX_TRACE_MODE", "lossless or lossy", ""),
+        ("HRX_TRACE_CLOCK", "auto or monotonic", ""),
+        ("HRX_TRACE_DIGESTS", "outputs or all", ""),
+        ("HRX_HUGE_PAGES", "0 or 1", ""),
+        ("HRX_FAULT", fault, ": missing ':KIND'"),
+        ("HRX_TRACE_RANGE", "submissions:A..B, time:S..E or api", ""),
     ] {
         let out = hrx_trace(dir.path())
             .args(["record", "--workload", "hazards", "-o", "m.hrxt"])
             .env(var, "bogus")
             .output()
             .unwrap();
-        assert_error(&out, &format!("{var}: expected {values}, got \"bogus\""));
+        assert_error(
+            &out,
+            &format!("error: {var}: expected {values}, got \"bogus\"{why}\n"),
+        );
         assert!(!dir.path().join("m.hrxt").exists(), "{var}");
     }
+    // A specific reason follows the shape.
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "m.hrxt"])
+        .env("HRX_TRACE_RANGE", "submissions:0..2")
+        .output()
+        .unwrap();
+    assert_error(
+        &out,
+        "error: HRX_TRACE_RANGE: expected submissions:A..B, time:S..E or api, got \
+         \"submissions:0..2\": \"0..2\" starts at submission 0",
+    );
 }
 
 /// Running out of the software device's `HRX_SIM_MEMORY` names the variable once (it

@@ -466,7 +466,11 @@ fn bad_backend_and_fault_specs_are_one_line_errors() {
         .env("HRX_FAULT", "op=x")
         .output()
         .unwrap();
-    assert_error(&env_fault, "HRX_FAULT: bad fault spec");
+    assert_error(
+        &env_fault,
+        "error: HRX_FAULT: expected op=N:KIND or kernel=NAME[#N]:KIND (KIND device-lost or \
+         kernel-error), got \"op=x\": missing ':KIND'",
+    );
     for n in ["0", "65"] {
         let in_flight = run(
             dir.path(),
