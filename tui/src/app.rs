@@ -118,10 +118,11 @@ pub fn ascii_value(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
 /// (`scripts/bench-view.sh`).
 pub const HEADLESS_FRAME_ENV: &str = "HRX_TUI_HEADLESS_FRAME";
 
-/// Environment variable for benchmarks only: with [`HEADLESS_FRAME_ENV`], when the first
-/// frame was drawn from the block summaries, also build the index as `view` does behind
-/// that frame, then print the full frame after it, so the build's time and memory can be
-/// measured too (and the view cache is written).
+/// Environment variable for benchmarks only: `1`, with [`HEADLESS_FRAME_ENV`], when the
+/// first frame was drawn from the block summaries, also builds the index as `view` does
+/// behind that frame, then prints the full frame after it, so the build's time and memory
+/// can be measured too (and the view cache is written). `0`, empty or unset: not; any other
+/// value is refused, naming it, as every `HRX_` switch's is.
 pub const HEADLESS_INDEX_ENV: &str = "HRX_TUI_HEADLESS_INDEX";
 
 /// The first frame of the trace at `path`, drawn off-screen at `width` x `height` (in ASCII
@@ -195,6 +196,13 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     MONOCHROME.store(!colour, Ordering::Relaxed);
     // Read first, so that a bad value fails before anything is drawn, headless or not.
     let ascii = ascii_value(std::env::var_os(ASCII_ENV).as_deref()).map_err(TuiError::Variable)?;
+    // A switch as every `HRX_` switch reads (any value but `0` was on: `yes`, `no`, empty).
+    let headless_index = hrx_capture::switch::switch_value(
+        HEADLESS_INDEX_ENV,
+        std::env::var_os(HEADLESS_INDEX_ENV).as_deref(),
+    )
+    .map_err(TuiError::Variable)?
+        == Some(true);
     if let Some(size) = std::env::var_os(HEADLESS_FRAME_ENV) {
         let size = size.to_string_lossy();
         // A bad value is the variable's error, not the terminal's (no `terminal:` before it).
@@ -205,7 +213,7 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         })?;
         let (frame, summary) = first_frame(path, width, height, ascii)?;
         io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
-        if summary && std::env::var_os(HEADLESS_INDEX_ENV).is_some_and(|v| v != "0") {
+        if summary && headless_index {
             let model = crate::open(path)?;
             let frame = full_frame(&model, width, height, ascii);
             io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;

@@ -549,6 +549,37 @@ fn a_bad_headless_frame_is_named_without_terminal() {
     assert!(stdout(&output).is_empty());
 }
 
+/// `HRX_TUI_HEADLESS_INDEX` (a benchmark's hook) reads as every `HRX_` switch: `1` on, `0` or
+/// empty off, anything else refused naming it before a frame is drawn (any value but `0`
+/// was on: `yes`, `no`, empty).
+#[test]
+fn the_headless_index_switch_takes_0_or_1() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "h.hrxt");
+    let view = |value: &str| {
+        hrx_trace(dir.path())
+            .args(["view", "h.hrxt"])
+            .env("HRX_VIEW_CACHE", "off")
+            .env("HRX_TUI_HEADLESS_FRAME", "80x24")
+            .env("HRX_TUI_HEADLESS_INDEX", value)
+            .output()
+            .unwrap()
+    };
+    for bad in ["yes", "no", "2"] {
+        let output = view(bad);
+        assert_error(
+            &output,
+            &format!("error: HRX_TUI_HEADLESS_INDEX: expected 0 or 1, got {bad:?}"),
+        );
+        assert!(stdout(&output).is_empty(), "{bad}");
+    }
+    for good in ["0", "1", ""] {
+        let output = view(good);
+        assert_eq!(code(&output), 0, "{good:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains("GPU Compute"), "{good:?}");
+    }
+}
+
 /// A view-cache entry that cannot be written (a file size limit here, a full disk alike) is
 /// said after the view, naming the folder and the way out; it was dropped in silence and
 /// every later view built the index again.
