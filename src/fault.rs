@@ -114,6 +114,15 @@ impl FaultSpec {
         };
         let (target, kind_text) = text.rsplit_once(':').ok_or("missing ':KIND'")?;
         let kind = kind_of(kind_text).ok_or("unknown kind")?;
+        // `op=3:kernel-error:device-lost` read as a count, and a kernel's as part of its name
+        // (`"hrx_blur_h:kernel-error" names no kernel ...`).
+        if let Some((_, first)) = target.rsplit_once(':')
+            && kind_of(first).is_some()
+        {
+            return Err(format!(
+                "two kinds ({first} and {kind_text}): a fault has one kind"
+            ));
+        }
         // Digits only: `u64::from_str` takes a leading `+` (`op=+7` was accepted).
         let count = |n: &str| match n.parse::<u64>() {
             _ if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) => {
@@ -123,9 +132,20 @@ impl FaultSpec {
             Ok(_) => Err("the count must be a whole number from 1".to_owned()),
             Err(_) => Err(format!("the count is too large (at most {})", u64::MAX)),
         };
+        // A list names one fault for each, where a run injects one (`kernel=a,b` was taken
+        // as the kernel "a,b", which no workload runs). No kernel's entry name holds a comma.
+        let one = |what: &str, list: &str| {
+            format!("a list of {what} ({list:?}): a fault names one, and a run injects one fault")
+        };
         let target = if let Some(n) = target.strip_prefix("op=") {
+            if n.contains(',') {
+                return Err(one("operations", n));
+            }
             FaultTarget::Operation(count(n)?)
         } else if let Some(rest) = target.strip_prefix("kernel=") {
+            if rest.contains(',') {
+                return Err(one("kernels", rest));
+            }
             let (name, occurrence) = match rest.split_once('#') {
                 Some((name, n)) => (name, count(n)?),
                 None => (rest, 1),
@@ -333,6 +353,41 @@ mod tests {
             "bad fault spec \"op=0:device-lost\": the count must be a whole number from 1 \
              (expected op=N:KIND or kernel=NAME[#N]:KIND, KIND device-lost or kernel-error)"
         );
+    }
+
+    /// Two kinds, or a list of kernels or operations, are said as such: `kernel=a,b` was
+    /// taken as the kernel "a,b", `kernel=k:kernel-error:device-lost` as the kernel
+    /// "k:kernel-error", and `op=3:kernel-error:device-lost` was "not a whole number".
+    #[test]
+    fn two_kinds_and_lists_are_said_as_such() {
+        let error = |text: &str| text.parse::<FaultSpec>().unwrap_err().to_string();
+        for text in [
+            "kernel=hrx_blur_h:kernel-error:device-lost",
+            "op=3:kernel-error:device-lost",
+        ] {
+            assert!(
+                error(text)
+                    .contains(": two kinds (kernel-error and device-lost): a fault has one kind ("),
+                "{text}: {}",
+                error(text)
+            );
+        }
+        assert!(
+            error("kernel=hrx_blur_h,hrx_sobel#2:kernel-error").contains(
+                ": a list of kernels (\"hrx_blur_h,hrx_sobel#2\"): a fault names one, and a \
+                 run injects one fault ("
+            ),
+            "{}",
+            error("kernel=hrx_blur_h,hrx_sobel#2:kernel-error")
+        );
+        assert!(
+            error("op=3,5:device-lost").contains(": a list of operations (\"3,5\")"),
+            "{}",
+            error("op=3,5:device-lost")
+        );
+        // A kernel name may still hold a colon (a namespace), before one kind.
+        let spec: FaultSpec = "kernel=ns::k:kernel-error".parse().unwrap();
+        assert_eq!(spec.to_string(), "kernel=ns::k:kernel-error");
     }
 
     #[test]

@@ -471,6 +471,28 @@ fn bad_backend_and_fault_specs_are_one_line_errors() {
         "error: HRX_FAULT: expected op=N:KIND or kernel=NAME[#N]:KIND (KIND device-lost or \
          kernel-error), got \"op=x\": missing ':KIND'",
     );
+    // Two kinds, or a list of kernels, are said as such (the quoted name was all there was:
+    // `kernel "hrx_blur_h,hrx_sobel" names no kernel the pipeline workload runs`).
+    for (spec, says) in [
+        (
+            "kernel=hrx_blur_h:kernel-error:device-lost",
+            "two kinds (kernel-error and device-lost): a fault has one kind",
+        ),
+        (
+            "kernel=hrx_blur_h,hrx_sobel:kernel-error",
+            "a list of kernels (\"hrx_blur_h,hrx_sobel\"): a fault names one, and a run \
+             injects one fault",
+        ),
+    ] {
+        let out = run(
+            dir.path(),
+            &["record", "--workload", "pipeline", "--fault", spec],
+        );
+        assert_error(
+            &out,
+            &format!("error: --fault: bad fault spec {spec:?}: {says} ("),
+        );
+    }
     for n in ["0", "65"] {
         let in_flight = run(
             dir.path(),
