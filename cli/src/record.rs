@@ -287,11 +287,12 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 "trace": null,
                 "warning": said,
             });
+            // The report of a recording that recorded nothing: its loss is said, the exit
+            // code the program's (as a summary's, below).
             if let Err(error) = write_stdout(&format!("{}\n", crate::output::versioned(line))) {
-                crate::failure::report(&anyhow::Error::new(Failure::new(format!(
+                crate::output::warn(format_args!(
                     "cannot write the report to standard output: {error}"
-                ))));
-                return Ok(ExitCode::from(if code == 0 { EXIT_FAILURE } else { code }));
+                ));
             }
         }
         return Ok(ExitCode::from(code));
@@ -428,15 +429,15 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     ));
                 }
                 if let Err(error) = printed {
-                    // Standard output failing (a full disk, a closed terminal) is this run's
-                    // own failure, said on standard error after what the trace lacks; the
-                    // program's exit code stays what it was where the program failed.
-                    let error = anyhow::Error::new(Failure::new(format!(
-                        "cannot write the summary of {} to standard output: {error}",
-                        path.shown()
-                    )));
-                    crate::failure::report(&error);
-                    failed = true;
+                    // Standard output failing (a full disk, a closed terminal) loses the
+                    // summary, not the trace: a warning on standard error after what the trace
+                    // lacks, and the exit code stays the program's, 0 included (the run's
+                    // answer to whether the program succeeded; a summary lost made it 2).
+                    crate::output::warn(format_args!(
+                        "cannot write the summary of {} to standard output: {error}{}",
+                        path.shown(),
+                        summary_elsewhere(&path, &stats)
+                    ));
                     stdout_failed = true;
                 }
             }
@@ -604,6 +605,17 @@ fn write_stdout(text: &str) -> io::Result<()> {
 /// `warning:` line, the exit code the run's).
 pub(crate) fn pipe_closed_is_ok(written: io::Result<()>) -> io::Result<()> {
     crate::output::closed_stdout_said(written, "record's summary", "the run's")
+}
+
+/// What follows a summary that could not be written to standard output, for `record`'s
+/// line of it: `; the trace is complete: `hrx-trace info PATH` prints its summary` (the
+/// trace's own lacks were said beside it where it is not complete).
+pub(crate) fn summary_elsewhere(path: &Path, stats: &TraceInfo) -> String {
+    let info = format!("`hrx-trace info {}` prints its summary", path.for_shell());
+    match stats.recovery.is_complete() {
+        true => format!("; the trace is complete: {info}"),
+        false => format!("; {info}"),
+    }
 }
 
 /// Prints the summary on standard output; a closed pipe is not an error. `json`: print it

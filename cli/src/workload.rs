@@ -333,10 +333,14 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
         stdout_failed.get_or_insert(error);
     }
     closed?;
+    // The summary is this run's output, lost: an error (exit 2), as any verb's that cannot
+    // write its output, but the trace it summarises closed and is not lost with it; the line
+    // says so, and where the summary is to be had (it read as if the recording had failed).
     let stdout_failed = stdout_failed.map(|error| {
         crate::failure::report(&anyhow::Error::new(Failure::new(format!(
-            "cannot write the summary of {} to standard output: {error}",
-            output.shown()
+            "cannot write the summary of {} to standard output: {error}{}",
+            output.shown(),
+            crate::record::summary_elsewhere(&output, &stats)
         ))))
     });
     crate::record::warn_empty_range(range.as_ref(), &output, &stats);

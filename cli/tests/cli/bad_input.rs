@@ -1591,6 +1591,25 @@ fn a_full_standard_output_is_named_by_every_verb() {
             "{args:?}: {err}"
         );
     }
+    // `record --workload`'s summary is its output, lost (exit 2, as above), but its trace
+    // closed and is not lost with it: the line says so (it read as a failed recording).
+    let Some(full) = dev_full() else { return };
+    let out = hrx_trace(dir.path())
+        .args(["record", "--workload", "hazards", "-o", "r.hrxt"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "error: cannot write the summary of r.hrxt to standard output: No space left"
+        ) && l
+            .ends_with("; the trace is complete: `hrx-trace info r.hrxt` prints its summary")),
+        "{err}"
+    );
+    let info = run(dir.path(), &["info", "r.hrxt"]);
+    assert_eq!(code(&info), 0, "{}", stderr(&info));
     // A workload that fails says its own error too.
     let (Some(full), Some(_)) = (dev_full(), photo()) else {
         return;
