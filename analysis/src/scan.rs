@@ -54,6 +54,12 @@
 //! trace left its producer out on purpose; replay takes both (`hrx-replay`: the cross waits
 //! that order a chunk's submissions). A wait whose producer is simply missing (no range
 //! leaves it out) stays unresolved.
+//!
+//! A `Submit` may name any number of explicit producers (a crafted trace, or a fan-in of
+//! thousands: each costs a few bytes in the file, which compresses runs of them well). A
+//! reader that keeps a row per joined link (the timeline) can ask for at most `limit` of
+//! each `Submit` ([`Joiner::limit_explicit_producers`]): the joiner then joins only its
+//! `limit` latest ones ([`latest_producers`]) and the reader counts the rest itself.
 
 use crate::hash::IdMap;
 use crate::index::{Index, LaneRef, PreparedRef, RegionRef};
@@ -489,12 +495,37 @@ pub struct Joiner {
     records_lost: bool,
     /// Records whose time span ends before it starts.
     ends_before_start: u64,
+    /// Explicit producers joined of each `Submit`, at most (`None`: all).
+    explicit_limit: Option<usize>,
+}
+
+/// The `limit` latest of a `Submit`'s explicit producers (the highest submission indices,
+/// the first named of equal ones), in the order named; all of them where there are no
+/// more. The latest are the ones a submission most likely waited on last (an explicit
+/// producer's own producers are earlier), so a chain of `submit_after` stays linked.
+pub fn latest_producers(producers: &[SubmissionIndex], limit: usize) -> Vec<SubmissionIndex> {
+    if producers.len() <= limit {
+        return producers.to_vec();
+    }
+    let mut kept: Vec<usize> = (0..producers.len()).collect();
+    kept.select_nth_unstable_by_key(limit, |&i| (std::cmp::Reverse(producers[i]), i));
+    kept.truncate(limit);
+    kept.sort_unstable();
+    kept.into_iter().map(|i| producers[i]).collect()
 }
 
 impl Joiner {
     /// An empty joiner.
     pub fn new() -> Joiner {
         Joiner::default()
+    }
+
+    /// Joins at most `limit` explicit producers of each `Submit`, its latest
+    /// ([`latest_producers`]): for a reader that keeps no more (the timeline's model),
+    /// so that a `Submit` naming thousands costs it no link per producer. The visitor's
+    /// [`Visitor::submitted`] still gets the `Submit` as recorded.
+    pub fn limit_explicit_producers(&mut self, limit: usize) {
+        self.explicit_limit = Some(limit);
     }
 
     /// The index so far.
@@ -797,7 +828,15 @@ impl Joiner {
                 visitor.output(&self.index, record, &d, Some(&joined));
             }
         }
-        for &producer in &s.producers {
+        let latest;
+        let producers = match self.explicit_limit {
+            Some(limit) if s.producers.len() > limit => {
+                latest = latest_producers(&s.producers, limit);
+                &latest
+            }
+            _ => &s.producers,
+        };
+        for &producer in producers {
             let link = ParkedLink {
                 consumer: key,
                 consumer_ordinal: Some(joined.ordinal),

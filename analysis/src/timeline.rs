@@ -54,8 +54,9 @@ pub use ingest::ModelBuilder;
 pub use lanes::{BLOCK_SPANS, Block, Lane, Span, SpanStatus, TimeWindow};
 pub use live::{LiveBuilder, Publish};
 pub use model::{
-    Event, EventId, EventKind, LabelRef, LaneRef, Model, PreparedInfo, PreparedRef, RegionInfo,
-    RegionKey, RegionRef, SpanRef, SubId, Submission, TraceInfo, count_in, gpu_lane_queue,
+    EXPLICIT_PRODUCERS_KEPT, Event, EventId, EventKind, LabelRef, LaneRef, Model, PreparedInfo,
+    PreparedRef, RegionInfo, RegionKey, RegionRef, SpanRef, SubId, Submission, TraceInfo, count_in,
+    gpu_lane_queue,
 };
 pub use ops::{OpClock, OpSpan};
 pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};

@@ -65,8 +65,10 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// and `Recovery::source_incomplete`; 11: a thread's crossing ranges on rows of their own
 /// (`ThreadRow::level`); 12: the trace's ranges and host load (`TraceInfo`); 13: spans
 /// that end before they start (`TraceInfo::ends_before_start`, a flag of a span's); 14:
-/// `Recovery::newer_records`.
-const FORMAT: u32 = 14;
+/// `Recovery::newer_records`; 15: at most `EXPLICIT_PRODUCERS_KEPT` explicit producers of a
+/// submission, the rest counted (`Submission::producers_left_out`,
+/// `TraceInfo::explicit_producers_left_out`).
+const FORMAT: u32 = 15;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

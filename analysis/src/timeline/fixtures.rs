@@ -293,6 +293,27 @@ pub fn three_stage() -> Fixture {
     f
 }
 
+/// [`three_stage`] submitted `n` times one after another (submission `s` runs its regions
+/// at `100 s + 1..=6`), then once after all of them, latest first (as the break-it pass's
+/// crafted trace named them; `submit_after` names them in the order given): submission `n`
+/// at `100 n`, running at `100 n + 1..=6`.
+pub fn fan_in(n: u64) -> Fixture {
+    let mut f = three_stage();
+    for s in 0..=n {
+        let named: Vec<u64> = if s == n {
+            (0..n).rev().collect()
+        } else {
+            Vec::new()
+        };
+        let t = 100 * s;
+        f.submit(1, s, &named, t)
+            .ran(s, 0, t + 1, t + 2)
+            .ran(s, 1, t + 3, t + 4)
+            .ran(s, 2, t + 5, t + 6);
+    }
+    f
+}
+
 /// Every table of the two models is the same.
 pub fn assert_same(a: &Model, b: &Model) {
     assert_eq!(a.lanes.len(), b.lanes.len());
@@ -329,6 +350,7 @@ pub fn assert_same(a: &Model, b: &Model) {
             i.unplaced_timings,
             i.unresolved_waits,
             i.op_timings,
+            i.explicit_producers_left_out,
         )
     };
     assert_eq!(facts(a), facts(b));

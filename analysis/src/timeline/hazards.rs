@@ -13,6 +13,13 @@
 //! this one, waits recorded on it (an index sorted by producer), and submissions that
 //! named this one as an explicit producer (shown on the span of the submission that ended
 //! last).
+//!
+//! Of a `Submit` naming more than
+//! [`EXPLICIT_PRODUCERS_KEPT`](super::EXPLICIT_PRODUCERS_KEPT) explicit producers, the
+//! model keeps the latest ([`crate::scan::latest_producers`]) and counts the rest: the
+//! hazards say how many producers they leave out ([`Hazards::producers_left_out`]), and
+//! that a submission's consumers may be missing where any `Submit` of the trace named more
+//! ([`Hazards::consumers_incomplete`]).
 
 use super::lanes::SpanStatus;
 use super::model::{EventId, EventKind, Model, RegionKey, SpanRef, SubId};
@@ -65,6 +72,14 @@ pub struct Hazards {
     pub producers: Vec<HazardEdge>,
     /// What waited on it.
     pub consumers: Vec<HazardEdge>,
+    /// Explicit producers of its submission not listed: named past the
+    /// [`EXPLICIT_PRODUCERS_KEPT`](super::EXPLICIT_PRODUCERS_KEPT) latest of its `Submit`.
+    pub producers_left_out: u32,
+    /// Whether its explicit consumers may be more than listed: it is the region that
+    /// lists them, and some `Submit` of the trace named more than
+    /// [`EXPLICIT_PRODUCERS_KEPT`](super::EXPLICIT_PRODUCERS_KEPT) producers (of which
+    /// only the latest are linked).
+    pub consumers_incomplete: bool,
 }
 
 impl Hazards {
@@ -183,7 +198,9 @@ impl Model {
             out.producers
                 .push(explicit(self.last_region_of(edge(i).0), key));
         }
+        out.producers_left_out = self.explicit_producers_left_out(key.submission);
         if self.last_region_of(key.submission) == key {
+            out.consumers_incomplete = self.info.explicit_producers_left_out > 0;
             let lo = self
                 .explicit_edges
                 .partition_point(|&(p, _)| p < key.submission);
@@ -336,6 +353,7 @@ pub(crate) fn first_failure(model: &Model, keys: &[Option<RegionKey>]) -> Option
 mod tests {
     use super::super::fixtures::*;
     use super::*;
+    use crate::timeline::EXPLICIT_PRODUCERS_KEPT;
     use hrx_capture::schema::{HazardKind, Poison, PreparedId, Quarantine, SubmissionIndex};
 
     fn key(model: &Model, sub: u64, region: u32) -> RegionKey {
@@ -449,6 +467,79 @@ mod tests {
                 .iter()
                 .all(|e| e.scope != HazardScope::Explicit)
         );
+    }
+
+    /// A `Submit` naming more explicit producers than the model keeps (the break-it pass's
+    /// crafted trace named 1000 each: 10^5 of them took 3.8 GB to view, a row in three
+    /// tables per producer) keeps its latest in the order named, links only those and
+    /// counts the rest, which its hazards say; the one that decided when it could start is
+    /// still its critical producer.
+    #[test]
+    fn a_submit_naming_more_producers_than_kept_keeps_its_latest_and_counts_the_rest() {
+        let kept = EXPLICIT_PRODUCERS_KEPT as u64;
+        let n = kept + 40;
+        let model = fan_in(n).model();
+        let consumer = key(&model, n, 0).submission;
+        let latest: Vec<SubmissionIndex> = (n - kept..n).rev().map(SubmissionIndex).collect();
+        assert_eq!(model.explicit_producers(consumer), latest);
+        assert_eq!(model.explicit_producers_left_out(consumer), 40);
+        assert_eq!(model.info().explicit_producers_left_out, 40);
+        // One row per producer kept, in each table: at most `kept` per `Submit`.
+        assert_eq!(model.explicit_producers.len() as u64, kept);
+        assert_eq!(model.explicit_edges.len() as u64, kept);
+        assert_eq!(model.explicit_by_consumer.len() as u64, kept);
+
+        for region in 0..3 {
+            let h = model.hazards_of(key(&model, n, region));
+            let explicit: Vec<RegionKey> = h
+                .producers
+                .iter()
+                .filter(|e| e.scope == HazardScope::Explicit)
+                .map(|e| e.producer)
+                .collect();
+            let expected: Vec<RegionKey> = (n - kept..n).map(|s| key(&model, s, 2)).collect();
+            assert_eq!(explicit, expected, "region {region}");
+            assert_eq!(h.producers_left_out, 40);
+        }
+        let waiting = model.span_of(key(&model, n, 0)).unwrap();
+        assert_eq!(
+            model.critical_producer(waiting),
+            model.span_of(key(&model, n - 1, 2))
+        );
+        // A producer left out lists no consumer, and says some may be missing; so does a
+        // kept one, which lists its consumer.
+        let old = model.hazards_of(key(&model, 0, 2));
+        assert!(
+            old.consumers
+                .iter()
+                .all(|e| e.scope != HazardScope::Explicit)
+        );
+        assert!(old.consumers_incomplete);
+        let last = model.hazards_of(key(&model, n - 1, 2));
+        assert_eq!(last.consumers.len(), 1);
+        assert!(last.consumers_incomplete);
+        // Without a `Submit` over the limit, nothing is said to be missing.
+        let few = fan_in(kept).model();
+        let h = few.hazards_of(key(&few, kept - 1, 2));
+        assert_eq!(
+            few.explicit_producers(key(&few, kept, 0).submission).len() as u64,
+            kept
+        );
+        assert_eq!((h.consumers.len(), h.consumers_incomplete), (1, false));
+        assert_eq!(few.hazards_of(key(&few, kept, 0)).producers_left_out, 0);
+    }
+
+    /// The latest producers are the highest indices, the first named of equal ones, in
+    /// the order named.
+    #[test]
+    fn the_latest_producers_are_the_highest_in_the_order_named() {
+        let named = |v: &[u64]| v.iter().copied().map(SubmissionIndex).collect::<Vec<_>>();
+        let latest = |v: &[u64], limit| crate::scan::latest_producers(&named(v), limit);
+        assert_eq!(latest(&[3, 9, 1, 7, 9, 2], 3), named(&[9, 7, 9]));
+        assert_eq!(latest(&[1, 2, 3, 4], 2), named(&[3, 4]));
+        assert_eq!(latest(&[5, 5, 5], 2), named(&[5, 5]));
+        assert_eq!(latest(&[4, 1], 2), named(&[4, 1]));
+        assert_eq!(latest(&[4, 1], 0), named(&[]));
     }
 
     #[test]

@@ -29,8 +29,8 @@
 use super::hazards;
 use super::lanes::{Lane, Span, SpanStatus, TimeWindow};
 use super::model::{
-    CrossEdge, Event, EventId, EventKind, LaneRef, Model, RegionKey, RegionRef, SpanRef, SubId,
-    Submission,
+    CrossEdge, EXPLICIT_PRODUCERS_KEPT, Event, EventId, EventKind, LaneRef, Model, RegionKey,
+    RegionRef, SpanRef, SubId, Submission,
 };
 use super::ops::OpSpan;
 use crate::{
@@ -52,7 +52,10 @@ pub(super) enum Joined {
         joined: JoinedSubmission,
         slot: u32,
         time_ns: u64,
+        /// Its explicit producers: all, or its [`EXPLICIT_PRODUCERS_KEPT`] latest (the
+        /// joiner joins no more) and how many it named past them.
         producers: Vec<SubmissionIndex>,
+        left_out: u32,
         /// Regions of its prepared graph (0 when that was not recorded).
         regions: u32,
     },
@@ -109,7 +112,14 @@ impl crate::Visitor for Joins {
             joined: *submission,
             slot: submit.slot,
             time_ns: submit.time_ns,
-            producers: submit.producers.clone(),
+            producers: crate::scan::latest_producers(&submit.producers, EXPLICIT_PRODUCERS_KEPT),
+            left_out: u32::try_from(
+                submit
+                    .producers
+                    .len()
+                    .saturating_sub(EXPLICIT_PRODUCERS_KEPT),
+            )
+            .unwrap_or(u32::MAX),
             regions: submission
                 .prepared
                 .map_or(0, |p| index.prepared()[p.get()].regions.len() as u32),
@@ -144,7 +154,7 @@ pub(super) fn arrival(ordinal: u64) -> SubId {
 }
 
 /// Builds a [`Model`] from records pushed one at a time.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ModelBuilder {
     pub(super) model: Model,
     /// `hrx-analysis`'s joiner, and its visitor (the statistics and the joins).
@@ -170,6 +180,29 @@ pub struct ModelBuilder {
     joined: bool,
 }
 
+impl Default for ModelBuilder {
+    /// An empty builder, whose joiner joins at most [`EXPLICIT_PRODUCERS_KEPT`] explicit
+    /// producers of a `Submit` (the model keeps no more).
+    fn default() -> ModelBuilder {
+        let mut joiner = crate::Joiner::new();
+        joiner.limit_explicit_producers(EXPLICIT_PRODUCERS_KEPT);
+        ModelBuilder {
+            model: Model::default(),
+            joiner,
+            joins: Joins::default(),
+            region_status: Vec::new(),
+            region_ends: Vec::new(),
+            cross: Vec::new(),
+            explicit: Vec::new(),
+            new_ids: None,
+            last_ns: 0,
+            event_records: Vec::new(),
+            event_ordinals: Vec::new(),
+            joined: false,
+        }
+    }
+}
+
 impl ModelBuilder {
     /// An empty builder.
     pub fn new() -> ModelBuilder {
@@ -190,9 +223,10 @@ impl ModelBuilder {
                 slot,
                 time_ns,
                 producers,
+                left_out,
                 regions,
             } => {
-                let mut sub = self.submission(joined, *slot, *time_ns, producers);
+                let mut sub = self.submission(joined, *slot, *time_ns, producers, *left_out);
                 let regions = *regions as usize;
                 sub.region_base = self.model.region_spans.len() as u32;
                 let region_spans = self.model.region_spans.vec_mut();
@@ -268,10 +302,12 @@ impl ModelBuilder {
         slot: u32,
         time_ns: u64,
         producers: &[SubmissionIndex],
+        left_out: u32,
     ) -> Submission {
         let prepared = joined.prepared;
         let mut sub = Submission::new(joined.runtime, joined.submission, slot, time_ns, prepared);
         sub.producers_len = producers.len() as u32;
+        sub.producers_left_out = left_out;
         sub
     }
 

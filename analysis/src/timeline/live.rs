@@ -481,9 +481,12 @@ impl LiveBuilder {
                 slot,
                 time_ns,
                 producers,
+                left_out,
                 regions,
             } => {
-                let mut sub = self.inner.submission(joined, *slot, *time_ns, producers);
+                let mut sub = self
+                    .inner
+                    .submission(joined, *slot, *time_ns, producers, *left_out);
                 let model = &mut self.inner.model;
                 let regions = *regions as usize;
                 sub.region_base = self.region_status.len() as u32;

@@ -283,9 +283,12 @@ impl StreamBuilder {
                 slot,
                 time_ns,
                 producers,
+                left_out,
                 regions,
             } => {
-                let mut sub = self.inner.submission(joined, *slot, *time_ns, producers);
+                let mut sub = self
+                    .inner
+                    .submission(joined, *slot, *time_ns, producers, *left_out);
                 let prepared = sub.prepared();
                 let regions = *regions as usize;
                 let base = self.region_status.len();

@@ -427,6 +427,23 @@ fn producers_reaching_back_into_the_settled_part() {
     follow(&f.records, &STEPS);
 }
 
+/// A `Submit` naming more explicit producers than the model keeps: each publish equals a
+/// whole read (its latest kept, the rest counted).
+#[test]
+fn a_submit_naming_more_producers_than_kept() {
+    let kept = crate::timeline::EXPLICIT_PRODUCERS_KEPT as u64;
+    let f = crate::timeline::fixtures::fan_in(kept + 40);
+    follow(&f.records, &[1]);
+    follow(&f.records, &STEPS);
+    let mut live = LiveBuilder::new();
+    for r in &f.records {
+        live.push(r);
+    }
+    let model = live.publish();
+    assert_eq!(model.info().explicit_producers_left_out, 40);
+    assert_eq!(model.explicit_producers.len() as u64, kept);
+}
+
 /// Submits whose graph's `Prepared` is read later enter at each publish's end without their
 /// graph (as a whole read of the same records has them), and with it once it is read.
 #[test]

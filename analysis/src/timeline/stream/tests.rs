@@ -133,3 +133,17 @@ fn a_region_whose_timing_was_dropped_is_timing_lost_not_running() {
     assert_eq!(stream.info().timing_lost, 1);
     assert_same(&stream, &memory);
 }
+
+/// A `Submit` naming more explicit producers than the model keeps streams into the same
+/// model: its latest kept, the rest counted, in the entry's columns too.
+#[test]
+fn a_submit_naming_more_producers_than_kept_streams_into_the_same_model() {
+    let kept = crate::timeline::EXPLICIT_PRODUCERS_KEPT;
+    let f = fan_in(kept as u64 + 40);
+    let memory = f.model();
+    let stream = streamed(&f.records);
+    assert_eq!(stream.explicit_producers.len(), kept);
+    assert_eq!(stream.explicit_edges.len(), kept);
+    assert_eq!(stream.info().explicit_producers_left_out, 40);
+    assert_same(&stream, &memory);
+}
