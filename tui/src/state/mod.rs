@@ -35,11 +35,11 @@ pub use hrx_analysis::units;
 pub use hrx_analysis::stats::{CopyStats, KernelStats, LaneStats, Stats, percentile};
 /// The model of a trace is `hrx-analysis`'s timeline.
 pub use hrx_analysis::timeline::{
-    BLOCK_SPANS, Event, EventId, EventKind, FirstFailure, HazardEdge, HazardScope, Hazards,
-    LabelRef, Lane, LaneRef, LoadProgress, Model, ModelBuilder, OpClock, OpSpan, Overview,
-    OverviewLane, OverviewMove, OverviewWindow, PreparedInfo, PreparedRef, RegionInfo, RegionKey,
-    RegionRef, Span, SpanRef, SpanStatus, SubId, Submission, TimeWindow, TraceInfo, count_in,
-    gpu_lane_queue,
+    BLOCK_SPANS, EXPLICIT_PRODUCERS_KEPT, Event, EventId, EventKind, FirstFailure, HazardEdge,
+    HazardScope, Hazards, LabelRef, Lane, LaneRef, LoadProgress, Model, ModelBuilder, OpClock,
+    OpSpan, Overview, OverviewLane, OverviewMove, OverviewWindow, PreparedInfo, PreparedRef,
+    RegionInfo, RegionKey, RegionRef, Span, SpanRef, SpanStatus, SubId, Submission, TimeWindow,
+    TraceInfo, count_in, gpu_lane_queue,
 };
 pub use hrx_analysis::{QUEUES, label_region, queue_name, queue_slot};
 pub use lanes::{Bar, CellSummary, DenseCell, LaneRaster, Raster, SPANS_PER_COLUMN};

@@ -24,8 +24,8 @@ use super::theme::{self, Symbols};
 use crate::state::fit;
 use crate::state::units;
 use crate::state::{
-    Event, Focus, HazardEdge, HazardScope, ListKind, Model, OpClock, OpSpan, RegionKey, SpanRef,
-    SpanStatus, ViewState, list_offset, queue_name,
+    EXPLICIT_PRODUCERS_KEPT, Event, Focus, HazardEdge, HazardScope, ListKind, Model, OpClock,
+    OpSpan, RegionKey, SpanRef, SpanStatus, ViewState, list_offset, queue_name,
 };
 use hrx_capture::schema::{Access, OpKind, Placement, RegionKind};
 use ratatui::buffer::Buffer;
@@ -471,6 +471,17 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
     if !after.is_empty() {
         lines.push(field("after", format!("submissions {}", after.join(", "))));
     }
+    let left_out = model.explicit_producers_left_out(span.submission);
+    if left_out > 0 {
+        // Those past the latest the model keeps (`EXPLICIT_PRODUCERS_KEPT`), counted.
+        lines.push(field(
+            "",
+            Text::styled(
+                format!("+{left_out} more not kept (the view keeps {EXPLICIT_PRODUCERS_KEPT})"),
+                theme::DIM,
+            ),
+        ));
+    }
     lines.push(field(
         "prepared",
         format!(
@@ -483,9 +494,15 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
     lines.push(field(
         "hazards",
         format!(
-            "waited on {}, released {}",
+            "waited on {}{}, released {}{}",
             hazards.producers.len(),
-            hazards.consumers.len()
+            not_kept(hazards.producers_left_out),
+            hazards.consumers.len(),
+            if hazards.consumers_incomplete {
+                " (maybe more, not kept)"
+            } else {
+                ""
+            }
         ),
     ));
     // On its own line: after the counts it was clipped in a pane of 120 columns.
@@ -752,6 +769,17 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
             ),
         ));
     }
+    // Explicit producers the model keeps no link for (see `hrx_analysis::timeline::hazards`).
+    if info.explicit_producers_left_out > 0 {
+        lines.push(field(
+            "not kept",
+            format!(
+                "{} named past a submission's {EXPLICIT_PRODUCERS_KEPT} latest: not linked \
+                 (hazards, what a failure took down)",
+                units::plural(info.explicit_producers_left_out, "submit_after producer"),
+            ),
+        ));
+    }
     if info.timing_lost > 0 {
         lines.push(field(
             "timing lost",
@@ -928,18 +956,38 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
                     Line::styled(fit(&text, width), style)
                 })
                 .collect();
+            // What the model does not keep is said (see `hrx_analysis::timeline::hazards`):
+            // in the title, and below the items where there is room.
+            let mut notes = Vec::new();
+            if hazards.producers_left_out > 0 {
+                notes.push(format!(
+                    "+{} submit_after producers not kept (view keeps {EXPLICIT_PRODUCERS_KEPT})",
+                    hazards.producers_left_out
+                ));
+            }
+            if hazards.consumers_incomplete {
+                notes.push(format!(
+                    "maybe more: a submit naming over {EXPLICIT_PRODUCERS_KEPT} links its latest"
+                ));
+            }
+            items.extend(
+                notes
+                    .iter()
+                    .map(|note| Line::styled(fit(note, width), theme::DIM)),
+            );
             if state.selection.is_none() {
                 items.push(Line::styled(
                     "select a span to see why it waited",
                     theme::DIM,
                 ));
-            } else if all.is_empty() {
+            } else if all.is_empty() && hazards.producers_left_out == 0 {
                 items.push(Line::styled("no hazards: it waited on nothing", theme::DIM));
             }
             (
                 format!(
-                    " Hazards: waited on {} · released {} ",
+                    " Hazards: waited on {}{} · released {} ",
                     n_producers,
+                    not_kept(hazards.producers_left_out),
                     hazards.consumers.len()
                 ),
                 items,
@@ -950,6 +998,15 @@ pub(super) fn list(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffe
     Paragraph::new(items)
         .block(pane(title, focused))
         .render(area, buf);
+}
+
+/// ` (+N not kept)` after a count of producers, where `left_out` are not kept.
+fn not_kept(left_out: u32) -> String {
+    if left_out == 0 {
+        String::new()
+    } else {
+        format!(" (+{left_out} not kept)")
+    }
 }
 
 /// `← RAW in graph  buf 1 0..4096  sub 3 r0 upload`.

@@ -160,6 +160,65 @@ fn hazards_of_the_selection() {
     insta::assert_snapshot!(terminal(&model, &state).backend());
 }
 
+/// A submission that named more explicit producers than the model keeps: the Trace pane
+/// counts them, its details and hazards list say how many are not kept, and a producer's
+/// that its consumers may be more than listed.
+#[test]
+fn producers_not_kept_are_said() {
+    use crate::state::EXPLICIT_PRODUCERS_KEPT;
+    use hrx_analysis::timeline::fixtures::fan_in;
+    let n = EXPLICIT_PRODUCERS_KEPT + 40;
+    let model = fan_in(n as u64).model();
+    let mut state = ViewState::new(&model, 120, 40);
+    let kept = EXPLICIT_PRODUCERS_KEPT;
+    // The Trace pane counts them, for the whole trace.
+    let trace = terminal(&model, &state).backend().to_string();
+    assert!(
+        trace.contains("not kept    40 submit_after producers named past a"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!("submission's {kept} latest: not linked")),
+        "{trace}"
+    );
+    // The last compute span: the submission after all the others.
+    select(&model, &mut state, Queue::GpuCompute, n);
+    let screen = terminal(&model, &state).backend().to_string();
+    // Its in-graph producer and those kept; it released the download after it.
+    let hazards = format!("waited on {} (+40 not kept), released 1", kept + 1);
+    assert!(screen.contains(&hazards), "{screen}");
+    assert!(
+        screen.contains(&format!("submissions {}, {}", n - 1, n - 2)),
+        "{screen}"
+    );
+    let note = format!("+40 more not kept (the view keeps {kept})");
+    assert!(screen.contains(&note), "{screen}");
+    // Beside them, the hazards list (open: the trace has no events).
+    assert_eq!(state.list, Some(ListKind::Hazards));
+    let title = format!(
+        "Hazards: waited on {} (+40 not kept) · released 1",
+        kept + 1
+    );
+    assert!(screen.contains(&title), "{screen}");
+    let note = format!("+40 submit_after producers not kept (view keeps {kept})");
+    assert!(screen.contains(&note), "{screen}");
+    assert_eq!(state.list_len(&model), kept + 2);
+
+    // The download of the last producer released the consumer, and maybe more.
+    select(&model, &mut state, Queue::GpuDownload, n - 1);
+    let screen = terminal(&model, &state).backend().to_string();
+    assert!(
+        screen.contains("released 1 (maybe more, not kept)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!(
+            "maybe more: a submit naming over {kept} links its latest"
+        )),
+        "{screen}"
+    );
+}
+
 #[test]
 fn events_list_at_the_failure() {
     let model = failing();
