@@ -72,3 +72,13 @@ pub fn words(bytes: &[u8]) -> Vec<u32> {
 pub fn bytes_of(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
+
+/// A recorder with default options writing into memory, and its sink (read it with
+/// `hrx_capture::Trace::from_bytes(&sink.contents())` once the recorder is closed).
+pub fn memory_recorder() -> (hrx_capture::Recorder, hrx_capture::MemorySink) {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
+            .unwrap();
+    (recorder, sink)
+}

@@ -305,10 +305,7 @@ fn device_work_syncs_visibility_before_running() {
 /// release recorded at the handle's drop, it would free memory its submissions still use).
 #[test]
 fn a_buffer_is_recorded_released_when_its_memory_goes_not_when_its_handle_drops() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let used = rt.buffer(64, Placement::HostVisible).unwrap();
     let viewed = rt.buffer(64, Placement::HostVisible).unwrap();

@@ -154,10 +154,7 @@ conformance! {
 /// text and in its fields.
 #[test]
 fn the_trace_poison_record_names_its_cause() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(
         RuntimeOptions::sim()
             .recorder(recorder.clone())

@@ -224,10 +224,7 @@ fn a_traced_process_records_builds_prepares_submits_timings_failures_and_data() 
 
 #[test]
 fn a_runtime_can_record_into_its_own_recorder() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let buffer = rt.buffer(32, Placement::HostVisible).unwrap();
     let mut graph = rt.graph();
@@ -264,10 +261,7 @@ fn a_runtime_can_record_into_its_own_recorder() {
 #[test]
 fn a_capacity_past_u32_is_recorded_saturated_not_truncated() {
     for capacity in [1usize << 32, (1 << 32) + 5, usize::MAX] {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
+        let (recorder, sink) = crate::common::memory_recorder();
         let options = RuntimeOptions::sim()
             .recorder(recorder.clone())
             .capacity(capacity);
@@ -284,10 +278,7 @@ fn a_capacity_past_u32_is_recorded_saturated_not_truncated() {
 
 #[test]
 fn by_default_only_host_observable_outputs_are_digested() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let device = rt.buffer(16, Placement::GpuLocal).unwrap();
     let host = rt.buffer(16, Placement::HostVisible).unwrap();
@@ -322,10 +313,7 @@ fn by_default_only_host_observable_outputs_are_digested() {
 /// bytes in the trace, never a later writer's.
 #[test]
 fn deferred_captures_keep_each_writers_bytes() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(
         RuntimeOptions::sim()
             .recorder(recorder.clone())
@@ -403,10 +391,7 @@ fn deferred_captures_keep_each_writers_bytes() {
 /// repeated one by the blob stored the first time.
 #[test]
 fn repeated_host_writes_name_the_blob_stored_once() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     const LEN: usize = 300_000;
     let host = rt.buffer(LEN, Placement::HostVisible).unwrap();
@@ -468,10 +453,7 @@ fn region_times_share_the_recorders_clock() {
     graph.prepare().unwrap().submit().unwrap().wait().unwrap();
     // The recorder's base comes well after the process's first host time.
     std::thread::sleep(std::time::Duration::from_millis(50));
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let traced = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let host = traced.buffer(4096, Placement::HostVisible).unwrap();
     let device = traced.buffer(4096, Placement::GpuLocal).unwrap();
@@ -524,10 +506,7 @@ fn region_times_share_the_recorders_clock() {
 /// recorded by the same thread before the scheduler lock (`record::region_ran`).
 #[test]
 fn a_succeeded_regions_outcome_is_stamped_at_its_end_after_its_digest() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let host = rt.buffer(256, Placement::HostVisible).unwrap();
     let device = rt.buffer(256, Placement::GpuLocal).unwrap();
@@ -574,10 +553,7 @@ fn a_succeeded_regions_outcome_is_stamped_at_its_end_after_its_digest() {
 #[test]
 fn a_runtime_traced_without_host_writes_records_none_of_their_bytes() {
     for on in [true, false] {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
+        let (recorder, sink) = crate::common::memory_recorder();
         let options = RuntimeOptions::sim()
             .recorder(recorder.clone())
             .trace_host_writes(on);
@@ -618,10 +594,7 @@ fn host_writes(trace: &hrx_capture::Trace) -> Vec<&s::HostWrite> {
 /// `CaptureFence` span of its own. A small host-visible output is digested with no fence.
 #[test]
 fn capture_fence_waits_are_spans_of_their_own_outside_region_times() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     // Hashing 16 MiB takes milliseconds; the next submission's fill starts within
     // microseconds of the previous one's end, so it finds the digest still running.
@@ -729,10 +702,7 @@ fn capture_fence_waits_are_spans_of_their_own_outside_region_times() {
 /// in that thread's record order), with no span.
 #[test]
 fn digest_work_is_a_span_of_its_own_after_the_region_it_digests() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     const LEN: usize = 4 << 20;
     let large = rt.buffer(LEN, Placement::HostVisible).unwrap();
@@ -827,10 +797,7 @@ fn every_output_digest_is_of_its_regions_bytes_though_the_next_writer_follows_at
     const HOST: u8 = 0x5a;
     const ROUNDS: usize = 12;
     for contents in [false, true] {
-        let sink = hrx_capture::MemorySink::new();
-        let recorder =
-            hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-                .unwrap();
+        let (recorder, sink) = crate::common::memory_recorder();
         let rt = Runtime::new(
             RuntimeOptions::sim()
                 .recorder(recorder.clone())
@@ -933,10 +900,7 @@ fn every_output_digest_is_of_its_regions_bytes_though_the_next_writer_follows_at
 /// an untraced runtime's streams time nothing (nothing to record them).
 #[test]
 fn the_software_device_times_every_operation_of_a_traced_native_graph() {
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let options = RuntimeOptions::sim()
         .fault("kernel=hrx_iota:device-lost".parse::<FaultSpec>().unwrap())
         .recorder(recorder.clone());
@@ -1101,10 +1065,7 @@ fn thread_local_destructor_child() {
     thread_local! {
         static LATE: std::cell::RefCell<Late> = const { std::cell::RefCell::new(Late(None)) };
     }
-    let sink = hrx_capture::MemorySink::new();
-    let recorder =
-        hrx_capture::Recorder::with_sink(sink.clone(), hrx_capture::RecorderOptions::default())
-            .unwrap();
+    let (recorder, sink) = crate::common::memory_recorder();
     let rt = Runtime::new(RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
     let graph = |rt: &Runtime| {
         let host = rt.buffer(64, Placement::HostVisible).unwrap();
