@@ -238,6 +238,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         paths: written,
         unclaimed,
         gone,
+        reporters,
     } = crate::traces::reported(reports.as_ref().map(|r| r.path()), &snapshot);
     let relative = |path: &Path| -> std::path::PathBuf {
         let relative = path.strip_prefix(std::env::current_dir().unwrap_or_default());
@@ -346,8 +347,30 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 name(program)
             ));
         }
+        // Replaced since by another recording's trace (`-o` replaces a closed one): lost to
+        // this recording, never summarised as its own (a break-it pass: the summary gave the
+        // other recording's submissions, or called its half-written trace one this
+        // program's process left unclosed with _exit, exit 2). Asked of the first records
+        // first (a foreign trace is not read whole), then of the read summary itself (the
+        // file may be replaced between the two).
+        let reporters = reporters.get(absolute);
+        if let Some(other) =
+            crate::traces::replaced_by(crate::traces::session_pid(&path), reporters)
+        {
+            report_replaced(&path, program, reporters, other);
+            failed = true;
+            continue;
+        }
         note_death(&path, &deaths);
         match crate::info::read(&path) {
+            Ok(stats) if let Some(other) = crate::traces::replaced_by(
+                stats.session.as_ref().map(|s| s.pid),
+                reporters,
+            ) =>
+            {
+                report_replaced(&path, program, reporters, other);
+                failed = true;
+            }
             Ok(stats) => {
                 let json = args.json.then(|| {
                     serde_json::json!({
@@ -456,6 +479,32 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         code = EXIT_FAILURE;
     }
     Ok(ExitCode::from(code))
+}
+
+/// Says that the trace `path`, which processes of `program` (`reporters`) reported writing,
+/// is lost: another process (`other`, whose `SessionStart` it holds) replaced it since, as
+/// another recording to the same `-o` does once the trace is closed. An error, as for a
+/// trace deleted while it was recorded: `record` then exits 2 where the program exited 0.
+fn report_replaced(path: &Path, program: &OsStr, reporters: Option<&Vec<u32>>, other: u32) {
+    let pids: Vec<String> = reporters
+        .into_iter()
+        .flatten()
+        .map(u32::to_string)
+        .collect();
+    crate::failure::report(&anyhow::Error::new(
+        Failure::new(format!(
+            "the trace {} is lost: a process of {} (pid {}) recorded into it, but another \
+             process (pid {other}) has since replaced it with a trace of its own (another \
+             recording into the same file: `-o` replaces a closed trace), so what the file \
+             holds is not this recording's",
+            path.shown(),
+            name(program),
+            pids.join(", ")
+        ))
+        .hint(
+            "give each recording a file of its own (`-o run-%p.hrxt` or `-o run-%n.hrxt`)",
+        ),
+    ));
 }
 
 /// A process that hrx-trace reaped after it died of a signal.

@@ -162,6 +162,34 @@ pub struct Written {
     /// Files a process reported writing that are no longer there (deleted or moved while
     /// they were recorded): traces lost, which `record` says.
     pub gone: Vec<PathBuf>,
+    /// The processes (pids) that reported each of `paths` they claim: the trace there is
+    /// one of theirs only while its `SessionStart` names one of them ([`replaced_by`]).
+    pub reporters: BTreeMap<PathBuf, Vec<u32>>,
+}
+
+/// The process whose trace the file holds now, when it is none of the processes of this
+/// recording that reported writing it (`reporters`): another recording replaced it since
+/// (`-o` replaces a closed trace), and what it holds is not this recording's. `session_pid`
+/// is the pid its `SessionStart` names (`None`, unread: nothing can be told). `None` where
+/// it is theirs, or no process reported it (found by its name: nothing to compare).
+pub fn replaced_by(session_pid: Option<u32>, reporters: Option<&Vec<u32>>) -> Option<u32> {
+    let pid = session_pid?;
+    let reporters = reporters.filter(|r| !r.is_empty())?;
+    (!reporters.contains(&pid)).then_some(pid)
+}
+
+/// The pid the `SessionStart` of the trace at `path` names, read from its first records
+/// only (a trace of hundreds of megabytes is not read whole for it); `None` where it cannot
+/// be read there.
+pub fn session_pid(path: &Path) -> Option<u32> {
+    let reader = hrx_capture::TraceReader::open(path).ok()?;
+    reader
+        .filter_map(Result::ok)
+        .take(16)
+        .find_map(|(_, record)| match record {
+            hrx_capture::Record::SessionStart(start) => Some(start.pid),
+            _ => None,
+        })
 }
 
 /// The traces the program's processes wrote: the paths they reported in `reports`
@@ -172,14 +200,19 @@ pub struct Written {
 /// report). A file another recording's process reported, in a sibling reports directory
 /// still present, is that recording's. When no process reported, the files `snapshot` sees.
 pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Written {
-    let reported = reports.map(read_reported).unwrap_or_default();
+    let by_pid = reports.map(read_reported_by_pid).unwrap_or_default();
+    let mut reporters: BTreeMap<PathBuf, Vec<u32>> = BTreeMap::new();
+    for (pid, path) in by_pid {
+        reporters.entry(path).or_default().push(pid);
+    }
     let (ours, gone): (Vec<PathBuf>, Vec<PathBuf>) =
-        reported.into_iter().partition(|path| path.is_file());
+        reporters.keys().cloned().partition(|path| path.is_file());
     if ours.is_empty() {
         return Written {
             paths: snapshot.written(),
             unclaimed: Vec::new(),
             gone,
+            reporters: BTreeMap::new(),
         };
     }
     let key = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_owned());
@@ -205,6 +238,7 @@ pub fn reported(reports: Option<&Path>, snapshot: &Snapshot) -> Written {
         paths: ours,
         unclaimed: Vec::new(),
         gone,
+        reporters,
     };
     for path in snapshot.written() {
         let k = key(&path);
@@ -262,16 +296,32 @@ fn read_reports(dir: &Path) -> Vec<PathBuf> {
 
 /// The files named in the reports of directory `dir`, existing or not, sorted.
 fn read_reported(dir: &Path) -> Vec<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut paths: Vec<PathBuf> = read_reported_by_pid(dir)
         .into_iter()
-        .flatten()
-        .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
-        .map(|bytes| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+        .map(|(_, path)| path)
         .collect();
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// The reports of directory `dir`: each reporting process's pid (its report's name, `PID`
+/// or `PID.N` after an `exec`) and the file it named.
+fn read_reported_by_pid(dir: &Path) -> Vec<(u32, PathBuf)> {
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name();
+            let name = name.to_str()?;
+            let pid = name.split_once('.').map_or(name, |(pid, _)| pid);
+            let pid = pid.parse::<u32>().ok()?;
+            let bytes = std::fs::read(entry.path()).ok()?;
+            Some((pid, PathBuf::from(std::ffi::OsStr::from_bytes(&bytes))))
+        })
+        .collect()
 }
 
 /// Whether `output` holds a pattern that gives each process its own file.

@@ -268,6 +268,107 @@ fn two_recordings_started_together_to_one_name_each_list_their_own_trace() {
     assert!(err.contains(&a[0]), "{err}");
 }
 
+/// Waits until `path` exists (made by a process the test started).
+fn wait_for(path: &Path) {
+    while !path.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// The pid `traced` printed (`started PID`) in `out`'s standard output.
+fn started_pid(out: &std::process::Output) -> u32 {
+    stdout(out)
+        .lines()
+        .find_map(|l| l.strip_prefix("started "))
+        .and_then(|pid| pid.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `started PID`: {}", stdout(out)))
+}
+
+/// A recording whose closed trace another recording replaced before the first `record`
+/// read it (`-o` replaces a closed trace, as documented) says its trace is lost, naming the
+/// other process, and exits 2 as its program exited 0 (as for a trace deleted while it was
+/// recorded): it never summarises the other recording's trace as its own, nor touches it.
+/// It printed the other's submissions as its own, exit 0; or, the other still writing, it
+/// summarised that half-written trace and blamed its own program for leaving it unclosed
+/// with `_exit`, exit 2 (session 55's break-it pass).
+#[test]
+fn a_trace_another_recording_replaced_is_said_lost_not_summarised_as_this_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first recording's program closes its trace of 2 submissions, then waits for `go`.
+    let first = || {
+        for name in ["closed", "go"] {
+            let _ = std::fs::remove_file(dir.path().join(name));
+        }
+        let child = hrx_trace(dir.path())
+            .args(["record", "-o", "t.hrxt", "--", "sh", "-c"])
+            .arg("\"$T\" 2; touch closed; while [ ! -e go ]; do sleep 0.01; done")
+            .env("T", traced())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&dir.path().join("closed"));
+        child
+    };
+    let lost = |out: &std::process::Output, other: u32| {
+        let err = stderr(out);
+        assert_eq!(code(out), 2, "{}{err}", stdout(out));
+        assert!(
+            err.contains("error: the trace t.hrxt is lost: a process of sh (pid "),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "but another process (pid {other}) has since replaced it with a trace of its own"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("_exit"), "{err}");
+        assert!(summarised(out).is_empty(), "{}", stdout(out));
+        assert!(!stdout(out).contains("submissions"), "{}", stdout(out));
+    };
+
+    // The other recording has ended when the first reads the file.
+    let running = first();
+    let other = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(traced())
+        .arg("5")
+        .output()
+        .unwrap();
+    assert_eq!(code(&other), 0, "{}{}", stdout(&other), stderr(&other));
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    lost(&running.wait_with_output().unwrap(), started_pid(&other));
+    check_traces(dir.path(), &["t.hrxt".to_owned()], &[5]);
+
+    // The other recording still writes it: its program holds the trace open (created, its
+    // session start written) until a second `opened.*` file is there.
+    let running = first();
+    let other = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(traced())
+        .arg("4")
+        .env("TRACED_TOGETHER", "2")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let opened = loop {
+        let opened = files(dir.path(), "opened.");
+        if let Some(name) = opened.first() {
+            break name.clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let pid: u32 = opened["opened.".len()..].parse().unwrap();
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    lost(&running.wait_with_output().unwrap(), pid);
+    std::fs::write(dir.path().join("opened.release"), b"").unwrap();
+    let other = other.wait_with_output().unwrap();
+    assert_eq!(code(&other), 0, "{}{}", stdout(&other), stderr(&other));
+    check_traces(dir.path(), &["t.hrxt".to_owned()], &[4]);
+}
+
 /// A `-o` that is not UTF-8 keeps its bytes, and its `%p` expands (the runtime expanded trace
 /// paths as text, so `record` refused such names).
 #[test]
