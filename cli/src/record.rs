@@ -188,6 +188,13 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         .prefix(&crate::traces::reports_prefix())
         .tempdir()
         .ok();
+    // One recording at a time into one file: a second `record` started in the same instant
+    // is refused as one started later is ([`crate::traces::claim`]).
+    if let Some(reports) = &reports
+        && !crate::traces::per_process(&args.output)
+    {
+        crate::traces::claim(reports.path(), &expanded)?;
+    }
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
     let range = capture_range(args)?;
@@ -224,6 +231,9 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     };
     forwarding.forward_to(child.id());
     let (status, deaths) = wait_for_all(program, child, &forwarding)?;
+    if let Some(reports) = &reports {
+        crate::traces::withdraw_claim(reports.path());
+    }
     forwarding.note_forwarded(program);
     let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);

@@ -287,6 +287,112 @@ pub fn sweep_reports(dir: &Path) {
     }
 }
 
+/// The file in a `record`'s reports directory naming the trace it is about to record
+/// ([`claim`]): not a report (its name is no pid).
+const CLAIM: &str = "claim";
+
+/// Claims the trace `trace` (`-o` as this process expands it, without `%p` or `%n`) for the
+/// recording whose reports directory is `reports`, or refuses it as `check_output` refuses a
+/// trace another recorder is writing ([`crate::record::refuse_live`]): the same refusal
+/// whether the other recording's program has opened the trace yet or not.
+///
+/// `check_output`'s probe of the trace's lock alone let two `record`s started together
+/// both through (neither program had opened the trace yet): both programs ran, and the
+/// second took the first's new trace for a sibling's (`HRX_TRACE_SESSION`, what the file
+/// was before either started, is the same for both) and recorded into `NAME.PID.EXT`,
+/// "written by another process of this recording" (a break-it pass: 2 of 10 tries). So a
+/// `record` names its trace in its reports directory (`claim`) before its program starts,
+/// and a later one is refused while that claim stands: its `record` runs and no process of
+/// its recording has reported writing the trace yet (once one has, the trace's own lock
+/// refuses others while it is written; once it is closed, a later recording replaces it, as
+/// `-o` does, and the first `record` says its trace was replaced). Claims are checked and
+/// made under a lock on the directory holding the reports directories, so of two `record`s
+/// started in the same instant exactly one goes on. Best effort where that directory
+/// cannot be locked (the claim is still made).
+///
+/// # Errors
+///
+/// A [`Failure`] naming the trace: another recorder writes it, or another `record` (its
+/// pid in the hint) claimed it.
+pub fn claim(reports: &Path, trace: &Path) -> Result<(), crate::failure::Failure> {
+    let Some(parent) = reports.parent() else {
+        return Ok(());
+    };
+    // Held while the claims are read and this one made: released when dropped.
+    let lock = std::fs::File::open(parent).and_then(|dir| dir.lock().map(|()| dir));
+    let key = trace_key(trace);
+    let claimed_by = std::fs::read_dir(parent)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|dir| dir.as_path() != reports)
+        .find_map(|dir| live_claim(&dir, &key));
+    if let Some(pid) = claimed_by {
+        return Err(crate::failure::Failure::new(format!(
+            "cannot write the trace to {}: another recorder is writing it",
+            hrx_capture::ShowPath::shown(trace)
+        ))
+        .hint(format!(
+            "`hrx-trace record` (pid {pid}) records into it and its program has not opened \
+             it yet: choose another -o file, or wait for that recording to end"
+        )));
+    }
+    // After the claims: a claim given up since, its program having opened the trace, left
+    // the trace's lock in its place.
+    crate::record::refuse_live(trace, "the trace")?;
+    use std::os::unix::ffi::OsStrExt;
+    let _ = std::fs::write(reports.join(CLAIM), key.as_os_str().as_bytes());
+    drop(lock);
+    Ok(())
+}
+
+/// Withdraws this recording's [`claim`] (its program ended): a `record` still summarising
+/// refuses no later one.
+pub fn withdraw_claim(reports: &Path) {
+    let _ = std::fs::remove_file(reports.join(CLAIM));
+}
+
+/// The pid of the `record` whose reports directory `dir` claims the trace `key` and whose
+/// claim stands: that `record` runs, and no process of its recording reported writing the
+/// trace.
+fn live_claim(dir: &Path, key: &Path) -> Option<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let pid = dir
+        .file_name()?
+        .to_str()?
+        .strip_prefix(REPORTS_PREFIX)?
+        .split_once('-')?
+        .0
+        .parse::<u32>()
+        .ok()?;
+    let claimed = std::fs::read(dir.join(CLAIM)).ok()?;
+    if std::ffi::OsStr::from_bytes(&claimed) != key.as_os_str() {
+        return None;
+    }
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    let opened = read_reported(dir).iter().any(|path| trace_key(path) == key);
+    (!opened).then_some(pid)
+}
+
+/// What two names of one trace file have in common: through a symbolic link its target
+/// (where the recorder writes), in its folder's canonical path.
+fn trace_key(path: &Path) -> PathBuf {
+    let target = hrx_capture::replace::written_through(path).unwrap_or_else(|_| path.to_owned());
+    match (target.parent(), target.file_name()) {
+        (Some(dir), Some(name)) => {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            dir.canonicalize().map_or(target.clone(), |dir| dir.join(name))
+        }
+        _ => target,
+    }
+}
+
 /// The existing files named in the reports of directory `dir`, sorted.
 fn read_reports(dir: &Path) -> Vec<PathBuf> {
     let mut paths = read_reported(dir);
@@ -306,7 +412,8 @@ fn read_reported(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The reports of directory `dir`: each reporting process's pid (its report's name, `PID`
-/// or `PID.N` after an `exec`) and the file it named.
+/// or `PID.N` after an `exec`) and the file it named. Other files there (this recording's
+/// [`claim`]) are no reports.
 fn read_reported_by_pid(dir: &Path) -> Vec<(u32, PathBuf)> {
     use std::os::unix::ffi::OsStrExt;
     std::fs::read_dir(dir)
@@ -351,6 +458,43 @@ mod tests {
         sweep_reports(dir.path());
         assert!(!gone.exists());
         assert!(ours.exists() && older.exists() && other.exists());
+    }
+
+    /// A trace another running `record` claimed is refused, naming that `record`, until a
+    /// process of its recording reports writing it; a claim of a `record` no longer running
+    /// refuses nothing; a claim is made where none stands.
+    #[test]
+    fn a_claim_stands_until_its_recording_reports_the_trace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let traces = tempfile::tempdir().unwrap();
+        let trace = traces.path().join("t.hrxt");
+        let key = trace_key(&trace);
+        let claimed = |dir: &Path| {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join(CLAIM), key.as_os_str().as_encoded_bytes()).unwrap();
+        };
+        // Past Linux's largest pid (2^22): never running.
+        claimed(&tmp.path().join(format!("{REPORTS_PREFIX}4194305-gone")));
+        let ours = tmp.path().join(format!("{}ours", reports_prefix()));
+        std::fs::create_dir(&ours).unwrap();
+        claim(&ours, &trace).unwrap();
+        assert_eq!(live_claim(&ours, &key), Some(std::process::id()));
+        // Another running `record` (this process, as far as /proc tells) claimed it.
+        let other = tmp.path().join(format!("{}other", reports_prefix()));
+        let refused = claim(&other, &trace).unwrap_err().to_string();
+        assert!(refused.contains("another recorder is writing it"), "{refused}");
+        std::fs::create_dir(&other).unwrap();
+        assert!(claim(&other, &trace).is_err());
+        // Its program's process reported writing the trace: the claim gives way (the
+        // trace's own lock refuses others while it is written).
+        std::fs::write(ours.join("123"), trace.as_os_str().as_encoded_bytes()).unwrap();
+        claim(&other, &trace).unwrap();
+        // No report: the claim file is not one.
+        assert_eq!(
+            read_reported_by_pid(&ours),
+            [(123, trace.clone())],
+            "{ours:?}"
+        );
     }
 
     #[test]

@@ -207,65 +207,66 @@ fn hrx_trace_set_by_hand_never_destroys_a_file_nor_fails_the_program() {
     }
 }
 
-/// Two `record` runs started together to the same `-o` (two CI jobs sharing a name; `record`
-/// refuses a name another recorder is already writing, so only runs that start together
-/// get this far): one program's process writes `t.hrxt`, the other's falls back to
-/// `t.PID.hrxt`. Each process tells its own `record` which file it writes, so the first to
-/// end lists only its own trace (both listed both, silently). The one that ends later no
-/// longer sees the first's reports (its temporary directory is gone) and lists the first's
-/// file too, saying it was not told about it: nothing is dropped for want of a report. Each
-/// program holds its trace open until both have opened theirs (`TRACED_TOGETHER`; a 200 ms
-/// pause could end one before a loaded machine started the other).
+/// Two `record` runs started together to the same `-o` (two CI jobs sharing a name): the one
+/// that comes second is refused before its program runs, as one started later is (`cannot
+/// write the trace to t.hrxt: another recorder is writing it`, exit 2), whether or not the
+/// first's program has opened the trace yet; the other records its trace whole. Both got
+/// past the check of the trace's lock before either program had opened it, and the second
+/// program's process, finding the file changed since its `record` started, took the
+/// first's trace for a sibling's ("written by another process of this recording") and
+/// recorded into `t.PID.hrxt`, both exiting 0 (session 55's break-it pass: 2 tries in 10).
+/// Here neither program opens its trace before both `record`s have started theirs (`go`),
+/// so the old code got that far every time.
 #[test]
-fn two_recordings_started_together_to_one_name_each_list_their_own_trace() {
+fn two_recordings_started_together_to_one_name_the_second_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let spawn = |name: &str, submissions: u64| {
-        // Both programs start hrx once both `record`s are running; `b` ends on `release`.
-        let script = format!(
-            "touch ready-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" {submissions}; \
-             while [ {name} = b ] && [ ! -e release ]; do sleep 0.01; done"
-        );
+    let spawn = |name: &str| {
+        let script =
+            format!("touch ran-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" 3");
         hrx_trace(dir.path())
             .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
             .env("T", traced())
-            .env("TRACED_TOGETHER", "2")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap()
     };
-    let first = spawn("a", 3);
-    let second = spawn("b", 5);
-    while !(dir.path().join("ready-a").exists() && dir.path().join("ready-b").exists()) {
+    let mut a = spawn("a");
+    let mut b = spawn("b");
+    // Until one is refused, or (the old code) both programs run.
+    loop {
+        if a.try_wait().unwrap().is_some() || b.try_wait().unwrap().is_some() {
+            break;
+        }
+        if dir.path().join("ran-a").exists() && dir.path().join("ran-b").exists() {
+            break;
+        }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     std::fs::write(dir.path().join("go"), b"").unwrap();
-    let first = first.wait_with_output().unwrap();
-    std::fs::write(dir.path().join("release"), b"").unwrap();
-    let second = second.wait_with_output().unwrap();
-    let names = files(dir.path(), "t.");
-    assert_eq!(names.len(), 2, "{names:?}");
-    let named = |out: &std::process::Output| -> Vec<String> {
-        assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
-        summarised(out)
-            .iter()
-            .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
-            .collect()
-    };
-    let (a, b) = (named(&first), named(&second));
-    assert_eq!(a.len(), 1, "{}", stdout(&first));
-    check_traces(dir.path(), &a, &[3]);
-    assert!(
-        !stderr(&first).contains("did not tell"),
-        "{}",
-        stderr(&first)
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let said = format!(
+        "a: {}{}\nb: {}{}",
+        stdout(&a),
+        stderr(&a),
+        stdout(&b),
+        stderr(&b)
     );
-    assert_eq!(b.len(), 2, "{}", stdout(&second));
-    let own: Vec<String> = b.iter().filter(|n| **n != a[0]).cloned().collect();
-    check_traces(dir.path(), &own, &[5]);
-    let err = stderr(&second);
-    assert_eq!(err.matches("did not tell").count(), 1, "{err}");
-    assert!(err.contains(&a[0]), "{err}");
+    let (refused, recorded, ran) = match (code(&a), code(&b)) {
+        (2, 0) => (a, b, "ran-a"),
+        (0, 2) => (b, a, "ran-b"),
+        _ => panic!("one refused, one recorded: {said}"),
+    };
+    assert!(
+        stderr(&refused)
+            .contains("error: cannot write the trace to t.hrxt: another recorder is writing it"),
+        "{said}"
+    );
+    assert!(!dir.path().join(ran).exists(), "the refused program ran");
+    assert_eq!(files(dir.path(), "t."), ["t.hrxt"]);
+    check_traces(dir.path(), &["t.hrxt".to_owned()], &[3]);
+    assert_eq!(summarised(&recorded).len(), 1, "{said}");
+    assert!(!stderr(&recorded).contains("another process"), "{said}");
 }
 
 /// Waits until `path` exists (made by a process the test started).
