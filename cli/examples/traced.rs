@@ -15,7 +15,9 @@
 //! With `TRACED_FORK=N` in the environment it then forks (without exec) a child that records
 //! N counter samples named `child` (more than a thread's buffer holds for N of 300,000), then
 //! exits with `exit(0)`, running the trace's close at exit as the parent's copy of it; the
-//! parent waits for the child, submits once more and exits 0.
+//! parent waits for the child, submits once more and exits 0. With `TRACED_FORK_HOLD=1` too,
+//! the child then creates `held.PID` in the current directory and waits to be killed (its
+//! trace left open; after two minutes it fails).
 //!
 //! With `TRACED_FORK_CLOSED=1` it then closes its trace (`hrx::close_trace()`) and forks
 //! (without exec) a child that creates a runtime of its own (which opens a trace from
@@ -66,6 +68,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         fork_and_wait(|| {
             for i in 0..samples {
                 hrx::annotate::counter("child", i as f64);
+            }
+            if std::env::var_os("TRACED_FORK_HOLD").is_some() {
+                std::fs::write(format!("held.{}", std::process::id()), "")?;
+                std::thread::sleep(std::time::Duration::from_secs(120));
+                return Err("held for two minutes and not killed".into());
             }
             Ok(())
         })?;

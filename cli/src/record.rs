@@ -230,7 +230,8 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         }
     };
     forwarding.forward_to(child.id());
-    let (status, deaths) = wait_for_all(program, child, &forwarding)?;
+    let child_pid = child.id();
+    let (status, reaped) = wait_for_all(program, child, &forwarding)?;
     if let Some(reports) = &reports {
         crate::traces::withdraw_claim(reports.path());
     }
@@ -371,7 +372,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
             failed = true;
             continue;
         }
-        note_death(&path, &deaths);
+        note_death(&path, &reaped);
         match crate::info::read(&path) {
             Ok(stats) if let Some(other) = crate::traces::replaced_by(
                 stats.session.as_ref().map(|s| s.pid),
@@ -453,12 +454,21 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                     failed = true;
                 } else if !stats.recovery.is_complete() {
                     // The exit code says the program failed; what its trace lacks is said
-                    // too, `-q` or not (a warning is never silenced).
+                    // too, `-q` or not (a warning is never silenced). How the process that
+                    // wrote it ended, where that is not the program's own (a child it
+                    // forked, killed by SIGKILL, read "before traced ended (exit code 1)":
+                    // the parent's; a break-it pass).
+                    let writer = match stats.session.as_ref().map(|s| s.pid) {
+                        Some(pid) if pid != child_pid => match reaped.get(&pid) {
+                            Some(r) => format!("its process (pid {pid}) {}", r.how()),
+                            None => format!("its process (pid {pid}) ended"),
+                        },
+                        _ => format!("{} ended ({ended})", name(program)),
+                    };
                     crate::output::warn(format_args!(
-                        "{}: {}; it holds what was written before {} ended ({ended})",
+                        "{}: {}; it holds what was written before {writer}",
                         path.shown(),
                         stats.recovery.end(),
-                        name(program)
                     ));
                 }
                 if let Err(error) = printed {
@@ -517,17 +527,34 @@ fn report_replaced(path: &Path, program: &OsStr, reporters: Option<&Vec<u32>>, o
     ));
 }
 
-/// A process that hrx-trace reaped after it died of a signal.
+/// A process that hrx-trace reaped: how it ended, and when.
 #[derive(Clone, Copy, Debug)]
-struct Death {
-    signal: i32,
+struct Reaped {
+    status: ExitStatus,
     /// `CLOCK_MONOTONIC` when it was reaped: the time of its note ([`note_death`]).
     reaped_ns: u64,
 }
 
+impl Reaped {
+    /// The signal it died of, if one killed it.
+    fn signal(&self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.signal()
+    }
+
+    /// How it ended: `was killed by SIGKILL`, `ended (exit code 3)`.
+    fn how(&self) -> String {
+        match (self.signal(), self.status.code()) {
+            (Some(signal), _) => format!("was killed by {}", signal_text(signal)),
+            (None, Some(code)) => format!("ended (exit code {code})"),
+            (None, None) => "ended".to_owned(),
+        }
+    }
+}
+
 /// Waits for `child`, then for every process it left running (forwarding a signal
-/// hrx-trace received to them too); returns the child's status and, by pid, the signal
-/// each process that hrx-trace reaped died of, and when.
+/// hrx-trace received to them too); returns the child's status and, by pid, how each
+/// process that hrx-trace reaped ended, and when.
 ///
 /// # Errors
 ///
@@ -536,7 +563,7 @@ fn wait_for_all(
     program: &OsStr,
     child: std::process::Child,
     forwarding: &signals::Forwarding,
-) -> io::Result<(ExitStatus, std::collections::BTreeMap<u32, Death>)> {
+) -> io::Result<(ExitStatus, std::collections::BTreeMap<u32, Reaped>)> {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
@@ -562,10 +589,14 @@ fn wait_for_all(
                 continue;
             }
             let exit = ExitStatus::from_raw(raw);
-            if let Some(signal) = exit.signal() {
-                let reaped_ns = monotonic_ns();
-                deaths.insert(reaped as u32, Death { signal, reaped_ns });
-            }
+            let reaped_ns = monotonic_ns();
+            deaths.insert(
+                reaped as u32,
+                Reaped {
+                    status: exit,
+                    reaped_ns,
+                },
+            );
             if reaped == pid {
                 status = Some(exit);
                 forwarding.forward_to_descendants();
@@ -601,9 +632,9 @@ fn wait_for_all(
 /// only "never closed" and the trace's span ends there (it ended when the note was written:
 /// after the processes the program left had ended and the trace was read, seconds later). A
 /// trace that cannot take the note keeps what it has (a warning says why).
-fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, Death>) {
+fn note_death(path: &Path, reaped: &std::collections::BTreeMap<u32, Reaped>) {
     use hrx_capture::schema::{FatalSignal, SignalWitness};
-    if deaths.is_empty() {
+    if !reaped.values().any(|r| r.signal().is_some()) {
         return;
     }
     let Ok(stats) = crate::info::read(path) else {
@@ -612,7 +643,10 @@ fn note_death(path: &Path, deaths: &std::collections::BTreeMap<u32, Death>) {
     let Some(session) = &stats.session else {
         return;
     };
-    let Some(&Death { signal, reaped_ns }) = deaths.get(&session.pid) else {
+    let Some((signal, reaped_ns)) = reaped
+        .get(&session.pid)
+        .and_then(|r| Some((r.signal()?, r.reaped_ns)))
+    else {
         return;
     };
     let noted = stats

@@ -518,6 +518,92 @@ fn a_child_forked_without_exec_never_writes_into_its_parents_trace() {
     assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
 }
 
+/// The first file of `dir` whose name starts with `prefix`, once there is one (made by a
+/// process the test started), and the pid its name ends with (`held.PID`, `opened.PID`).
+fn wait_for_pid_file(dir: &Path, prefix: &str) -> u32 {
+    loop {
+        if let Some(name) = files(dir, prefix).first() {
+            return name[prefix.len()..].parse().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// The warning `record` printed about the trace `name`, one line.
+fn warning_about(out: &std::process::Output, name: &str) -> String {
+    let prefix = format!("warning: {name}: ");
+    stderr(out)
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no warning about {name}: {}", stderr(out)))
+        .to_owned()
+}
+
+/// A trace left unclosed by a process that is not the program's own is said to hold what
+/// was written before that process ended, as far as `record` knows how: killed by SIGKILL
+/// where `record` reaped it (a process the program left running: `record` is their
+/// subreaper), its pid alone where the program reaped it (a child it forked). `record` gave
+/// the program's own ending for it: "before traced ended (exit code 1)" of a forked child
+/// killed by SIGKILL (session 55's break-it pass).
+#[test]
+fn an_unclosed_trace_of_another_process_is_not_given_the_programs_ending() {
+    let dir = tempfile::tempdir().unwrap();
+    let spawn = |command: &mut std::process::Command| {
+        command
+            .env("T", traced())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let kill = |pid: u32| {
+        // SAFETY: kill only sends a signal, to a process this test started.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    };
+
+    // A child forked without exec, killed with its trace open; the program reaps it and
+    // exits 1.
+    let running = spawn(
+        hrx_trace(dir.path())
+            .args(["record", "-o", "f.hrxt", "--"])
+            .arg(traced())
+            .arg("2")
+            .env("TRACED_FORK", "10")
+            .env("TRACED_FORK_HOLD", "1"),
+    );
+    let pid = wait_for_pid_file(dir.path(), "held.");
+    kill(pid);
+    let out = running.wait_with_output().unwrap();
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let warning = warning_about(&out, &format!("f.{pid}.hrxt"));
+    assert!(
+        warning.ends_with(&format!(
+            "; it holds what was written before its process (pid {pid}) ended"
+        )),
+        "{warning}"
+    );
+
+    // A process the program left running, killed: `record` reaps it. The program exits 3.
+    let running = spawn(
+        hrx_trace(dir.path())
+            .args(["record", "-o", "o.hrxt", "--", "sh", "-c"])
+            .arg("\"$T\" 1 & exit 3")
+            .env("TRACED_TOGETHER", "2"),
+    );
+    let pid = wait_for_pid_file(dir.path(), "opened.");
+    kill(pid);
+    let out = running.wait_with_output().unwrap();
+    assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
+    let warning = warning_about(&out, "o.hrxt");
+    assert!(
+        warning.ends_with(&format!(
+            "; it holds what was written before its process (pid {pid}) was killed by \
+             signal 9 (SIGKILL)"
+        )),
+        "{warning}"
+    );
+}
+
 #[test]
 fn a_trace_left_open_by_exec_is_said_so_not_blamed_on_a_full_disk() {
     // exec runs no exit handler: the image that ran it never closes its trace. `record` said
