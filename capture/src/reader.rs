@@ -840,6 +840,9 @@ impl fmt::Display for Lost {
 }
 
 impl Recovery {
+    /// [`Recovery::end`] of a trace its recorder never closed (no footer, no trailer).
+    pub const NOT_CLOSED: &'static str = "not closed cleanly";
+
     /// Whether the whole trace was read: closed cleanly and nothing skipped or discarded.
     pub fn is_complete(&self) -> bool {
         self.file_is_whole() && !self.source_incomplete
@@ -914,7 +917,7 @@ impl Recovery {
             (true, _) => "closed, but damaged parts were skipped",
             (false, true) if skipped => "closed, but damaged parts were skipped",
             (false, true) => "closed, but its end is damaged",
-            (false, false) => "not closed cleanly",
+            (false, false) => Recovery::NOT_CLOSED,
         }
     }
 

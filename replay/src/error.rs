@@ -135,13 +135,15 @@ pub enum ReplayError {
     #[error(
         "the trace cannot be replayed: it holds no submission to compare ({runtimes} runtime{}){}",
         if *runtimes == 1 { "" } else { "s" },
-        if *complete { "" } else { "; it was not closed cleanly, so the recording may have stopped before them" }
+        incomplete_clause(*incomplete)
     )]
     NoSubmissions {
         /// Runtimes the trace holds.
         runtimes: usize,
-        /// Whether the trace was read whole ([`hrx_capture::Recovery::is_complete`]).
-        complete: bool,
+        /// How the trace ended where it was not read whole, in `info`'s words
+        /// ([`hrx_capture::Recovery::end`]: `not closed cleanly`, `closed, but damaged parts
+        /// were skipped`, ...); `None` where it was.
+        incomplete: Option<&'static str>,
     },
     /// `until` keeps none of the submissions the trace holds: a range or trim that starts
     /// past it (submissions are numbered as in the whole recording).
@@ -169,6 +171,21 @@ pub enum ReplayError {
         /// What is wrong.
         why: String,
     },
+}
+
+/// What [`ReplayError::NoSubmissions`] adds for a trace not read whole, `incomplete` saying
+/// how it ended: a recording not closed may have stopped before its first submission; a
+/// closed one lost them in what it lacks (a damaged block: it read "not closed cleanly" of a
+/// closed trace whose records block a flipped bit cost, where `info` said "closed, but
+/// damaged parts were skipped"; a break-it pass).
+fn incomplete_clause(incomplete: Option<&'static str>) -> String {
+    match incomplete {
+        None => String::new(),
+        Some(end) if end == hrx_capture::Recovery::NOT_CLOSED => {
+            "; it was not closed cleanly, so the recording may have stopped before them".to_owned()
+        }
+        Some(end) => format!("; it was {end}, so they may have been in what it lacks"),
+    }
 }
 
 impl ReplayError {

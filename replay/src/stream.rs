@@ -728,9 +728,13 @@ pub(crate) fn replay_stream<R: Read>(
                 return Err(ReplayError::UntilKeepsNothing { until, first });
             }
             Err(ReplayError::NoSubmissions { runtimes, .. }) if cut_short(chunker.index()) => {
+                let index = chunker.index();
                 return Err(ReplayError::NoSubmissions {
                     runtimes,
-                    complete: false,
+                    incomplete: crate::plan::incompleteness(
+                        &index.reading().recovery,
+                        index.trimmed_incomplete(),
+                    ),
                 });
             }
             Err(error) => return Err(error),

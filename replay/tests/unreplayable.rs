@@ -134,7 +134,7 @@ fn a_trace_without_submissions_is_unreplayable() {
             error,
             ReplayError::NoSubmissions {
                 runtimes: 1,
-                complete: true
+                incomplete: None
             }
         ),
         "{error}"

@@ -184,6 +184,62 @@ fn a_cut_trace_without_submissions_says_it_was_cut() {
     );
 }
 
+/// A trace closed cleanly whose block of submissions a flipped bit cost says what `info`
+/// says of it, closed but damaged: it said "it was not closed cleanly, so the recording may
+/// have stopped before them" (session 55's break-it pass).
+#[test]
+fn a_closed_trace_that_lost_its_submissions_to_damage_says_it_was_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let recorder =
+        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
+    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let prepared = graph.prepare().unwrap();
+    for _ in 0..3 {
+        prepared.submit().unwrap().wait().unwrap();
+    }
+    drop((prepared, buffer, rt));
+    recorder.close().unwrap();
+    // A bit flipped in the middle of each block holding a `Submit`.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let trace = hrx_capture::MappedTrace::open(&path).unwrap();
+    let mut flipped = 0;
+    for (i, block) in trace.blocks().iter().enumerate() {
+        let records = trace.read_block(i).unwrap().records;
+        if records.iter().any(|r| matches!(r, hrx_capture::Record::Submit(_))) {
+            let at = block.offset as usize
+                + hrx_capture::format::BLOCK_HEADER_LEN
+                + block.header.stored_len as usize / 2;
+            bytes[at] ^= 0x10;
+            flipped += 1;
+        }
+    }
+    assert!(flipped > 0);
+    drop(trace);
+    std::fs::write(dir.path().join("flipped.hrxt"), &bytes).unwrap();
+    let info = run(dir.path(), &["info", "flipped.hrxt"]);
+    assert!(
+        stderr(&info).contains("flipped.hrxt: closed, but damaged parts were skipped"),
+        "{}",
+        stderr(&info)
+    );
+    let replay = run(dir.path(), &["replay", "flipped.hrxt"]);
+    assert_eq!(code(&replay), 2, "{}", stderr(&replay));
+    let err = stderr(&replay);
+    assert!(
+        err.contains(
+            "); it was closed, but damaged parts were skipped, so they may have been in what \
+             it lacks"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("it holds no submission to compare ("), "{err}");
+    assert!(!err.contains("not closed cleanly"), "{err}");
+}
+
 /// A trace whose block holding its runtime's start was damaged cannot be replayed, trimmed
 /// or not: the hint says so. It suggested a trim, which kept the damage, and its replay gave
 /// the same error and hint (a fresh-user pass followed it in a loop).

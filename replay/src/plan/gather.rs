@@ -140,6 +140,26 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
     (notes, complete)
 }
 
+/// How a trace that was not read whole ended, in `info`'s words ([`Recovery::end`]), for
+/// [`ReplayError::NoSubmissions`]: `recovery` is the file's, `trimmed_incomplete` whether it
+/// is a trim of an incomplete recording. `None` for a trace read whole.
+///
+/// [`Recovery::end`]: hrx_capture::Recovery::end
+pub(crate) fn incompleteness(
+    recovery: &hrx_capture::Recovery,
+    trimmed_incomplete: bool,
+) -> Option<&'static str> {
+    if !recovery.is_complete() {
+        Some(recovery.end())
+    } else if !recovery.lost.is_none() {
+        Some("closed cleanly, but the recorder lost records")
+    } else if trimmed_incomplete {
+        Some("closed cleanly, but trimmed from an incomplete recording")
+    } else {
+        None
+    }
+}
+
 /// Why the recording a `TraceRange` record's trim was cut from was incomplete (`trim`'s
 /// note in `trimmed_from`, [`hrx_analysis::trim::source_note`]); `None` for any other record
 /// and for a trim of a whole recording.
@@ -396,7 +416,9 @@ pub(crate) fn plan_of(
     if runtimes.iter().all(|r| r.captured_submissions() == 0) {
         return Err(ReplayError::NoSubmissions {
             runtimes: runtimes.len(),
-            complete,
+            incomplete: (!complete)
+                .then(|| incompleteness(&trace.recovery, trimmed_incomplete.is_some()))
+                .flatten(),
         });
     }
     if let Some(until) = until

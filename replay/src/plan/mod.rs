@@ -37,8 +37,8 @@ mod gather;
 mod runtime;
 
 pub(crate) use gather::{
-    ends, ends_notes, host_load_sample, past_the_end, plan, plan_of, recovery_notes, refuse_gaps,
-    trimmed_from_incomplete,
+    ends, ends_notes, host_load_sample, incompleteness, past_the_end, plan, plan_of,
+    recovery_notes, refuse_gaps, trimmed_from_incomplete,
 };
 pub(crate) use runtime::host_observable_note;
 pub(crate) use runtime::orphans_note;
