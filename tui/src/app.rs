@@ -132,15 +132,28 @@ pub const HEADLESS_INDEX_ENV: &str = "HRX_TUI_HEADLESS_INDEX";
 /// # Errors
 ///
 /// [`TuiError::Read`] as [`crate::load`]. The trace is opened as `view` opens it
-/// ([`crate::open_or_summarise`]).
+/// ([`crate::open_or_summarise`]), asked first whether a recorder holds it, as `view` asks
+/// ([`hrx_capture::being_recorded`]): the Trace pane of a trace being recorded says so.
 pub fn first_frame(
     path: &Path,
     width: u16,
     height: u16,
     ascii: bool,
 ) -> Result<(String, bool), TuiError> {
+    let held = hrx_capture::being_recorded(path);
+    first_frame_of(path, width, height, ascii, held)
+}
+
+/// [`first_frame`], `held` saying whether a recorder held the trace as it was opened.
+fn first_frame_of(
+    path: &Path,
+    width: u16,
+    height: u16,
+    ascii: bool,
+    held: bool,
+) -> Result<(String, bool), TuiError> {
     Ok(match crate::open_or_summarise(path)? {
-        Opening::Ready(model) => (full_frame(&model, width, height, ascii), false),
+        Opening::Ready(model) => (full_frame(&model, width, height, ascii, held), false),
         Opening::Summary(overview, _) => {
             let progress = LoadProgress {
                 total_bytes: overview.file_len,
@@ -152,9 +165,13 @@ pub fn first_frame(
     })
 }
 
-fn full_frame(model: &Model, width: u16, height: u16, ascii: bool) -> String {
+/// The first frame of `model`, as `view` draws it; `held`: a recorder held the trace as it
+/// was opened (its Trace pane read "not closed cleanly" of a trace being recorded, where
+/// the interactive view said "being recorded now": a break-it pass).
+fn full_frame(model: &Model, width: u16, height: u16, ascii: bool, held: bool) -> String {
     let mut state = ViewState::new(model, width, height);
     state.ascii = ascii;
+    state.being_recorded = held;
     crate::render_to_string(model, &state, width, height)
 }
 
@@ -211,11 +228,13 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
                 "{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, got {size:?}"
             ))
         })?;
-        let (frame, summary) = first_frame(path, width, height, ascii)?;
+        // Asked before the read, as every reading verb asks.
+        let held = hrx_capture::being_recorded(path);
+        let (frame, summary) = first_frame_of(path, width, height, ascii, held)?;
         io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
         if summary && headless_index {
             let model = crate::open(path)?;
-            let frame = full_frame(&model, width, height, ascii);
+            let frame = full_frame(&model, width, height, ascii, held);
             io::Write::write_all(&mut io::stdout().lock(), frame.as_bytes())?;
         }
         return Ok(());

@@ -704,7 +704,22 @@ fn a_view_of_a_trace_being_recorded_points_at_follow() {
             .unwrap()
     };
     let shown = view("live.hrxt");
+    // Its Trace pane says it is being recorded, as every verb does (it read "not closed
+    // cleanly" there: session 55's break-it pass).
+    let frame = hrx_trace(dir.path())
+        .args(["view", "live.hrxt"])
+        .env("HRX_TUI_HEADLESS_FRAME", "120x40")
+        .output()
+        .unwrap();
     drop(live);
+    assert_eq!(code(&frame), 0, "{}", stderr(&frame));
+    let recording = stdout(&frame)
+        .lines()
+        .find(|l| l.contains("recording "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no `recording` line: {}", stdout(&frame)));
+    assert!(recording.contains("recording   being recorded now"), "{recording}");
+    assert!(!stdout(&frame).contains("not closed cleanly"), "{}", stdout(&frame));
     assert_eq!(code(&shown), 0, "{}", stderr(&shown));
     assert!(
         stderr(&shown).contains(
