@@ -374,10 +374,11 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         }
         note_death(&path, &reaped);
         match crate::info::read(&path) {
-            Ok(stats) if let Some(other) = crate::traces::replaced_by(
-                stats.session.as_ref().map(|s| s.pid),
-                reporters,
-            ) =>
+            Ok(stats)
+                if let Some(other) = crate::traces::replaced_by(
+                    stats.session.as_ref().map(|s| s.pid),
+                    reporters,
+                ) =>
             {
                 report_replaced(&path, program, reporters, other);
                 failed = true;
@@ -521,9 +522,7 @@ fn report_replaced(path: &Path, program: &OsStr, reporters: Option<&Vec<u32>>, o
             name(program),
             pids.join(", ")
         ))
-        .hint(
-            "give each recording a file of its own (`-o run-%p.hrxt` or `-o run-%n.hrxt`)",
-        ),
+        .hint("give each recording a file of its own (`-o run-%p.hrxt` or `-o run-%n.hrxt`)"),
     ));
 }
 

@@ -387,7 +387,8 @@ fn trace_key(path: &Path) -> PathBuf {
             } else {
                 dir
             };
-            dir.canonicalize().map_or(target.clone(), |dir| dir.join(name))
+            dir.canonicalize()
+                .map_or(target.clone(), |dir| dir.join(name))
         }
         _ => target,
     }
@@ -482,7 +483,10 @@ mod tests {
         // Another running `record` (this process, as far as /proc tells) claimed it.
         let other = tmp.path().join(format!("{}other", reports_prefix()));
         let refused = claim(&other, &trace).unwrap_err().to_string();
-        assert!(refused.contains("another recorder is writing it"), "{refused}");
+        assert!(
+            refused.contains("another recorder is writing it"),
+            "{refused}"
+        );
         std::fs::create_dir(&other).unwrap();
         assert!(claim(&other, &trace).is_err());
         // Its program's process reported writing the trace: the claim gives way (the

@@ -221,8 +221,7 @@ fn hrx_trace_set_by_hand_never_destroys_a_file_nor_fails_the_program() {
 fn two_recordings_started_together_to_one_name_the_second_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let spawn = |name: &str| {
-        let script =
-            format!("touch ran-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" 3");
+        let script = format!("touch ran-{name}; while [ ! -e go ]; do sleep 0.01; done; \"$T\" 3");
         hrx_trace(dir.path())
             .args(["record", "-o", "t.hrxt", "--", "sh", "-c", &script])
             .env("T", traced())

@@ -209,7 +209,10 @@ fn a_closed_trace_that_lost_its_submissions_to_damage_says_it_was_closed() {
     let mut flipped = 0;
     for (i, block) in trace.blocks().iter().enumerate() {
         let records = trace.read_block(i).unwrap().records;
-        if records.iter().any(|r| matches!(r, hrx_capture::Record::Submit(_))) {
+        if records
+            .iter()
+            .any(|r| matches!(r, hrx_capture::Record::Submit(_)))
+        {
             let at = block.offset as usize
                 + hrx_capture::format::BLOCK_HEADER_LEN
                 + block.header.stored_len as usize / 2;

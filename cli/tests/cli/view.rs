@@ -718,8 +718,15 @@ fn a_view_of_a_trace_being_recorded_points_at_follow() {
         .find(|l| l.contains("recording "))
         .map(str::to_owned)
         .unwrap_or_else(|| panic!("no `recording` line: {}", stdout(&frame)));
-    assert!(recording.contains("recording   being recorded now"), "{recording}");
-    assert!(!stdout(&frame).contains("not closed cleanly"), "{}", stdout(&frame));
+    assert!(
+        recording.contains("recording   being recorded now"),
+        "{recording}"
+    );
+    assert!(
+        !stdout(&frame).contains("not closed cleanly"),
+        "{}",
+        stdout(&frame)
+    );
     assert_eq!(code(&shown), 0, "{}", stderr(&shown));
     assert!(
         stderr(&shown).contains(
