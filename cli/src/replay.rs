@@ -540,7 +540,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .collect();
         crate::output::warn(format_args!(
             "the slowdown injected on purpose on {} was not caught: no row of it was judged \
-             slow (its operation row with --per-op, else a region row naming it), so this gate \
+             slow (neither its operation row nor a region row naming it alone), so this gate \
              would pass a build slowed there alone; the rows judged slow are others'",
             missed.join(", ")
         ));
@@ -661,12 +661,27 @@ fn missed_among<'a>(
         .iter()
         .filter(|(entry, _)| {
             let mut own = ops.iter().filter(|(label, _)| label == entry).peekable();
-            let caught = if own.peek().is_some() {
-                own.any(|&(_, slow)| slow)
-            } else {
+            let by_region = |alone: bool| {
                 (regions.iter())
                     .filter(|(label, _)| names(label, entry))
+                    // With operation rows, a region row catches an injection only where it
+                    // names no other: else the other's slowdown may be what it caught.
+                    .filter(|(label, _)| {
+                        !alone
+                            || !injected
+                                .iter()
+                                .any(|(other, _)| other != entry && names(label, other))
+                    })
                     .any(|&(_, slow)| slow)
+            };
+            let caught = if own.peek().is_some() {
+                // Its own operation row, else a slow region row of it alone: that row fails
+                // the gate for this slowdown whatever the operation row's interval (a fresh
+                // user's gate exited 1 on the region row of the one kernel injected, and was
+                // told it "would pass" such a build).
+                own.any(|&(_, slow)| slow) || by_region(true)
+            } else {
+                by_region(false)
             };
             !caught
         })
@@ -858,8 +873,8 @@ fn paint_verdict(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     /// An injection is caught by its own operation row where the replay timed operations,
-    /// else by a region row listing its kernel; a slow row of another kernel catches
-    /// nothing of it.
+    /// or by a region row listing its kernel (with operation rows, one listing no other
+    /// injection); a slow row of another kernel catches nothing of it.
     #[test]
     fn an_injection_is_caught_only_by_a_slow_row_of_its_own_kernel() {
         let injected = [("hrx_blur_h".to_owned(), 40), ("hrx_sobel".to_owned(), 5)];
@@ -879,6 +894,9 @@ mod tests {
             names(super::missed_among(&injected, &ops, &regions)),
             ["hrx_sobel"]
         );
+        // One injection alone: the slow region row that lists it catches it, though its
+        // operation row was not judged slow (that region row fails the gate).
+        assert!(super::missed_among(&injected[1..], &ops, &regions).is_empty());
         // Without operation rows, the slow region that lists both catches both.
         assert!(super::missed_among(&injected, &[], &regions).is_empty());
         // A slow region that lists neither catches neither; a kernel's name inside another
