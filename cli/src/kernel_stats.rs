@@ -657,10 +657,16 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     }
     let load = &r["host_load"];
     if load["loaded"].as_bool() == Some(true) {
+        // Where the trace holds one sample (it ends before a runtime's end), it says so,
+        // as `info` does: "at the runtimes' starts and ends" claimed an end sample it lacks.
+        let when = match u(&load["samples"]) {
+            1 => "at its one sample, no later one",
+            _ => "at the runtimes' starts and ends",
+        };
         writeln!(
             out,
-            "{:<12} loaded: up to {} (1-minute average, at the runtimes' starts and ends): \
-             host-side times include waits for a CPU",
+            "{:<12} loaded: up to {} (1-minute average, {when}): host-side times include \
+             waits for a CPU",
             "host load",
             hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(
                 load["max_per_cpu"].as_f64().unwrap_or(0.0)
@@ -1188,6 +1194,29 @@ mod tests {
             "{said}"
         );
         assert!(!text(0).contains("began among"));
+    }
+
+    /// A loaded host's line says when the load was sampled: a trace cut before a runtime's
+    /// end holds one sample, and the line claimed "at the runtimes' starts and ends" (a
+    /// fresh user's pass; `info` said "at its one sample").
+    #[test]
+    fn a_loaded_host_with_one_sample_says_it_had_one() {
+        let text = |samples: u64| {
+            let report = serde_json::json!({
+                "file": "t.hrxt", "span_ns": 1000,
+                "host_load": {"samples": samples, "max_per_cpu": 3.31, "last_per_cpu": 3.31,
+                              "loaded": true},
+            });
+            let mut out = Vec::new();
+            write_text(&mut out, &report, false).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(
+            text(1).contains("(1-minute average, at its one sample, no later one)"),
+            "{}",
+            text(1)
+        );
+        assert!(text(2).contains("(1-minute average, at the runtimes' starts and ends)"));
     }
 
     /// A name of wide characters (CJK, emoji: two terminal columns each) is padded to its
