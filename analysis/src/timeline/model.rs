@@ -725,6 +725,12 @@ impl Model {
         self.index.op_name(runtime, op)
     }
 
+    /// The name an operation of a region on `queue` is listed under in every verb
+    /// ([`crate::listed_op_name`]: a copy as `upload`, `download` or `copy` by its lane).
+    pub fn listed_op_name(&self, runtime: RuntimeId, op: &OpKind, queue: Queue) -> String {
+        self.index.listed_op_name(runtime, op, queue)
+    }
+
     /// A created buffer.
     pub fn buffer(&self, runtime: RuntimeId, id: BufferId) -> Option<&BufferCreated> {
         self.index.buffer(runtime, id)

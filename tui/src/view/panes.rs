@@ -312,7 +312,10 @@ fn span_lines(model: &Model, r: SpanRef, sym: &Symbols) -> Vec<Line<'static>> {
         };
         let name = op_names[i].clone().unwrap_or_default();
         let failed = failed_name.as_deref().is_some_and(|f| op_is(&name, f));
-        let mut text = format!("#{node} {name}");
+        // Shown as every other verb lists it (a copy by its lane: `upload`, `download`),
+        // matched against the failure by its own name.
+        let shown = model.listed_op_name(runtime, &op.op, region.queue);
+        let mut text = format!("#{node} {shown}");
         let timed = ops.iter().find(|o| o.node() == node);
         let time = timed.map(|o| op_time(o, &span, clock));
         let mut launch = None;

@@ -491,7 +491,7 @@ fn ops_row(
             let width = last.saturating_sub(first) + 1;
             let name = model.op(region.prepared, op.node()).map_or_else(
                 || format!("#{}", op.node()),
-                |o| model.op_name(runtime, &o.op),
+                |o| model.listed_op_name(runtime, &o.op, region.queue),
             );
             let label = match span.status() {
                 SpanStatus::Failed => format!("{} {name}", sym.failure),
