@@ -184,6 +184,27 @@ fn a_cut_trace_without_submissions_says_it_was_cut() {
     );
 }
 
+/// Records into `path` a graph of one fill submitted `submissions` times, flushing the
+/// trace before the first submission where `flush_before_submits` (the runtime's start and
+/// its graph then in a block of their own).
+fn record_fills(path: &std::path::Path, submissions: usize, flush_before_submits: bool) {
+    let recorder =
+        hrx_capture::Recorder::create(path, hrx_capture::RecorderOptions::default()).unwrap();
+    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
+    let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
+    let mut graph = rt.graph();
+    graph.fill(buffer.whole(), 1).unwrap();
+    let prepared = graph.prepare().unwrap();
+    if flush_before_submits {
+        recorder.flush().unwrap();
+    }
+    for _ in 0..submissions {
+        prepared.submit().unwrap().wait().unwrap();
+    }
+    drop((prepared, buffer, rt));
+    recorder.close().unwrap();
+}
+
 /// A trace closed cleanly whose block of submissions a flipped bit cost says what `info`
 /// says of it, closed but damaged: it said "it was not closed cleanly, so the recording may
 /// have stopped before them" (session 55's break-it pass).
@@ -191,18 +212,7 @@ fn a_cut_trace_without_submissions_says_it_was_cut() {
 fn a_closed_trace_that_lost_its_submissions_to_damage_says_it_was_closed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.hrxt");
-    let recorder =
-        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
-    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
-    let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
-    let mut graph = rt.graph();
-    graph.fill(buffer.whole(), 1).unwrap();
-    let prepared = graph.prepare().unwrap();
-    for _ in 0..3 {
-        prepared.submit().unwrap().wait().unwrap();
-    }
-    drop((prepared, buffer, rt));
-    recorder.close().unwrap();
+    record_fills(&path, 3, false);
     // A bit flipped in the middle of each block holding a `Submit`.
     let mut bytes = std::fs::read(&path).unwrap();
     let trace = hrx_capture::MappedTrace::open(&path).unwrap();
@@ -250,20 +260,8 @@ fn a_closed_trace_that_lost_its_submissions_to_damage_says_it_was_closed() {
 fn a_trace_that_lost_its_runtime_start_is_not_sent_to_trim() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.hrxt");
-    let recorder =
-        hrx_capture::Recorder::create(&path, hrx_capture::RecorderOptions::default()).unwrap();
-    let rt = hrx::Runtime::new(hrx::RuntimeOptions::sim().recorder(recorder.clone())).unwrap();
-    let buffer = rt.buffer(256, hrx::Placement::HostVisible).unwrap();
-    let mut graph = rt.graph();
-    graph.fill(buffer.whole(), 1).unwrap();
-    let prepared = graph.prepare().unwrap();
     // The runtime's start and its graph in the first block, the submissions after.
-    recorder.flush().unwrap();
-    for _ in 0..4 {
-        prepared.submit().unwrap().wait().unwrap();
-    }
-    drop((prepared, buffer, rt));
-    recorder.close().unwrap();
+    record_fills(&path, 4, true);
     let mut bytes = std::fs::read(&path).unwrap();
     let trace = hrx_capture::MappedTrace::from_vec(bytes.clone()).unwrap();
     let start = (0..trace.blocks().len())
