@@ -567,7 +567,7 @@ fn wait_for_all(
     {
         use std::os::unix::process::ExitStatusExt;
         let pid = child.id() as i32;
-        let mut deaths = std::collections::BTreeMap::new();
+        let mut reaped_all = std::collections::BTreeMap::new();
         let mut status = None;
         let mut waiting_noted = false;
         loop {
@@ -589,7 +589,7 @@ fn wait_for_all(
             }
             let exit = ExitStatus::from_raw(raw);
             let reaped_ns = monotonic_ns();
-            deaths.insert(
+            reaped_all.insert(
                 reaped as u32,
                 Reaped {
                     status: exit,
@@ -614,7 +614,7 @@ fn wait_for_all(
             }
         }
         drop(child);
-        Ok((status.expect("set before the loop ends"), deaths))
+        Ok((status.expect("set before the loop ends"), reaped_all))
     }
     #[cfg(not(unix))]
     {

@@ -82,3 +82,14 @@ pub fn memory_recorder() -> (hrx_capture::Recorder, hrx_capture::MemorySink) {
             .unwrap();
     (recorder, sink)
 }
+
+/// Each region of `regions` (`ExecutableGraph::describe`) as (queue, kind, its nodes): the
+/// shape the lowering tests compare.
+pub fn region_shapes(
+    regions: &[hrx::RegionInfo],
+) -> Vec<(hrx::Queue, hrx::RegionKind, std::ops::Range<usize>)> {
+    regions
+        .iter()
+        .map(|r| (r.queue, r.kind, r.nodes.clone()))
+        .collect()
+}

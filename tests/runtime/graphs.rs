@@ -338,11 +338,7 @@ fn a_scoped_callback_without_bindings_is_a_region_of_its_own() {
             .unwrap();
     }
     let executable = graph.prepare().unwrap();
-    let shape: Vec<_> = executable
-        .describe()
-        .iter()
-        .map(|r| (r.queue, r.kind, r.nodes.clone()))
-        .collect();
+    let shape = crate::common::region_shapes(&executable.describe());
     assert_eq!(shape, vec![(Queue::GpuCompute, RegionKind::Scoped, 0..1)]);
     executable.submit().unwrap().wait().unwrap();
     assert_eq!(*views.lock().unwrap(), Some(0));
@@ -449,10 +445,7 @@ fn prepare_lowers_regions_as_the_seed_specifies() {
     graph.copy(out.whole(), b.whole()).unwrap(); // 6 download
     let executable = graph.prepare().unwrap();
     let regions = executable.describe();
-    let shape: Vec<_> = regions
-        .iter()
-        .map(|r| (r.queue, r.kind, r.nodes.clone()))
-        .collect();
+    let shape = crate::common::region_shapes(&regions);
     assert_eq!(
         shape,
         vec![

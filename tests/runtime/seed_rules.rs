@@ -253,11 +253,7 @@ fn an_npu_run_is_a_region_of_its_own_between_same_lane_operations() {
         .unwrap();
     graph.fill(other.whole(), 1).unwrap();
     let executable = graph.prepare().unwrap();
-    let shape: Vec<_> = executable
-        .describe()
-        .iter()
-        .map(|r| (r.queue, r.kind, r.nodes.clone()))
-        .collect();
+    let shape = crate::common::region_shapes(&executable.describe());
     assert_eq!(
         shape,
         vec![

@@ -308,18 +308,7 @@ fn faults_that_never_fire_are_an_error() {
         );
         assert!(!dir.path().join("n.hrxt").exists());
     }
-    let output = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "hazards",
-            "--fault",
-            "kernel=hrx_sobel:device-lost",
-            "-o",
-            "n.hrxt",
-        ],
-    );
+    let output = record_hazards_faulted(dir.path(), "kernel=hrx_sobel:device-lost", "n.hrxt");
     assert_error(
         &output,
         "kernel \"hrx_sobel\" names no kernel the hazards workload runs",
@@ -329,6 +318,22 @@ fn faults_that_never_fire_are_an_error() {
         "{}",
         stderr(&output)
     );
+}
+
+/// `record --workload hazards --fault SPEC -o FILE` in `dir`.
+fn record_hazards_faulted(dir: &std::path::Path, spec: &str, file: &str) -> std::process::Output {
+    run(
+        dir,
+        &[
+            "record",
+            "--workload",
+            "hazards",
+            "--fault",
+            spec,
+            "-o",
+            file,
+        ],
+    )
 }
 
 /// The hazards workload fails on a fault that never fired, as the pipeline workloads do (it
@@ -350,18 +355,7 @@ fn hazards_fails_on_a_fault_that_never_fires() {
         ),
         ("o.hrxt", "op=9999:device-lost", "name an earlier operation"),
     ] {
-        let output = run(
-            dir.path(),
-            &[
-                "record",
-                "--workload",
-                "hazards",
-                "-o",
-                file,
-                "--fault",
-                spec,
-            ],
-        );
+        let output = record_hazards_faulted(dir.path(), spec, file);
         assert_error(
             &output,
             &format!(
@@ -384,18 +378,7 @@ fn hazards_fails_on_a_fault_that_never_fires() {
         &output,
         "the injected fault op=9999:device-lost never fired",
     );
-    let output = run(
-        dir.path(),
-        &[
-            "record",
-            "--workload",
-            "hazards",
-            "-o",
-            "k.hrxt",
-            "--fault",
-            "kernel=hrx_fill_u32:kernel-error",
-        ],
-    );
+    let output = record_hazards_faulted(dir.path(), "kernel=hrx_fill_u32:kernel-error", "k.hrxt");
     assert_error(&output, "the hazards workload failed");
 }
 
