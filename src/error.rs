@@ -105,6 +105,28 @@ impl std::fmt::Display for DeviceCall {
     }
 }
 
+impl DeviceCall {
+    /// How [`DeviceCall::detail`] starts for a vendor's sticky error: a device loss after
+    /// which the device may not be used again in this process. CUDA documents for its
+    /// kernel faults: "This leaves the process in an inconsistent state and any further CUDA
+    /// work will return the same error. To continue using CUDA, the process must be
+    /// terminated and relaunched." (On an H100, session 56: after a fault, every runtime
+    /// dropped and the primary context released, `cuDevicePrimaryCtxRetain` answered the
+    /// same `CUDA_ERROR_ILLEGAL_ADDRESS`.)
+    pub const STICKY: &'static str = "sticky: ";
+
+    /// Whether `error`, an [`Error`]'s display text as a trace records it, is a device loss
+    /// of a sticky vendor error ([`DeviceCall::STICKY`]): a process that reproduces it, a
+    /// replay's, cannot use that device again.
+    pub fn is_sticky_loss(error: &str) -> bool {
+        error.starts_with("device lost:")
+            && error
+                .split("; ")
+                .skip(1)
+                .any(|part| part.starts_with(Self::STICKY))
+    }
+}
+
 /// A failed device call, classified by one mapping function per backend (`map_error` in
 /// `gpu::cuda`, `gpu::hip`, `npu::xrt`). Only [`DeviceError::Lost`] and
 /// [`DeviceError::KernelFault`] are failures of uncertain extent ([`Error::is_device_loss`]).
@@ -258,6 +280,32 @@ pub(crate) fn to_stderr(line: std::fmt::Arguments<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A recorded device loss is told sticky by its vendor's note wherever the note lies (a
+    /// later loss names the first inside its text), in the wording traces of earlier
+    /// versions hold too; an injected loss, a loss of known cause and other errors are not.
+    #[test]
+    fn a_sticky_loss_is_told_from_its_recorded_text() {
+        let cuda = "device lost: kernel fault: CUDA cuStreamSynchronize failed: \
+                    CUDA_ERROR_ILLEGAL_ADDRESS (700); sticky: CUDA cannot be used again in this \
+                    process (the driver's rule for a kernel fault: the process must end)";
+        let earlier = "device lost: kernel fault: CUDA cuStreamSynchronize failed: \
+                       CUDA_ERROR_ILLEGAL_ADDRESS (700); sticky: the CUDA context is unusable \
+                       until every runtime on the device is dropped";
+        let later = format!("device lost: CUDA device 0 was lost earlier: {cuda}");
+        for sticky in [cuda, earlier, &later] {
+            assert!(DeviceCall::is_sticky_loss(sticky), "{sticky}");
+        }
+        for not in [
+            "device lost: injected fault: op 7",
+            "device lost: graph quarantined after native failure (graph 3)",
+            "kernel error: hrx_fail: deliberate kernel error; sticky: no",
+            "out of device memory: CUDA cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2)",
+            "device lost: a note that says sticky: inside a sentence",
+        ] {
+            assert!(!DeviceCall::is_sticky_loss(not), "{not}");
+        }
+    }
 
     /// An error and its causes as `anyhow`'s `{:#}` prints them: joined by `: `.
     fn chain(error: &Error) -> String {

@@ -72,9 +72,20 @@ pub(crate) fn map_error(error: CuError) -> Error {
         call,
         code: code as i64,
         name: format!("{code:?}"),
-        detail: if uncertain {
-            "sticky: the CUDA context is unusable until every runtime on the device is dropped"
-                .into()
+        // The driver's rule for its sticky codes ("To continue using CUDA, the process must
+        // be terminated and relaunched", documented for the kernel faults; the others leave
+        // the context so): a fresh runtime of this process fails the same way.
+        detail: if is_kernel_fault(code) {
+            format!(
+                "{}CUDA cannot be used again in this process (the driver's rule for a kernel \
+                 fault: the process must end)",
+                DeviceCall::STICKY
+            )
+        } else if uncertain {
+            format!(
+                "{}the CUDA context cannot be used again, nor may CUDA in this process",
+                DeviceCall::STICKY
+            )
         } else {
             String::new()
         },
@@ -128,7 +139,17 @@ mod tests {
             assert!(error.is_device_loss(), "{code:?} -> {error}");
             assert!(error.to_string().contains(&format!("{code:?}")), "{error}");
             assert!(error.to_string().contains("cuTest"), "{error}");
+            // A reader of the recorded text knows a replay of it cannot go on in-process.
+            assert!(DeviceCall::is_sticky_loss(&error.to_string()), "{error}");
         }
+        assert!(
+            map(CUDA_ERROR_ILLEGAL_ADDRESS)
+                .to_string()
+                .contains("CUDA cannot be used again in this process"),
+        );
+        assert!(!DeviceCall::is_sticky_loss(
+            &map(CUDA_ERROR_OUT_OF_MEMORY).to_string()
+        ));
         assert!(matches!(
             map(CUDA_ERROR_ILLEGAL_ADDRESS),
             Error::Device(DeviceError::KernelFault(_))

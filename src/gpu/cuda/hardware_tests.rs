@@ -304,9 +304,10 @@ fn hardware_streamed_host_write_lands_and_uploads() {
 
 /// The deliberately faulting kernel, submitted through the runtime, answers `DeviceLost`
 /// naming `CUDA_ERROR_ILLEGAL_ADDRESS`; the graph is quarantined, its output poisoned, and
-/// the sticky slot answers the next device call. Only with `HRX_CUDA_HARDWARE=fault`, in a
-/// process of its own: the fault leaves the device's primary context unusable for every
-/// other test.
+/// the sticky slot answers the next device call, and a runtime opened after every other was
+/// dropped fails the same way (the driver's rule: CUDA cannot be used again in the process).
+/// Only with `HRX_CUDA_HARDWARE=fault`, in a process of its own: the fault leaves CUDA
+/// unusable for every other test.
 #[test]
 fn hardware_fault() {
     use crate::{BackendChoice, Placement, Runtime, kernels};
@@ -333,6 +334,24 @@ fn hardware_fault() {
     let later = rt.buffer(16, Placement::GpuLocal).expect_err("sticky");
     eprintln!("next call: {later}");
     assert!(later.is_device_loss(), "{later}");
+    assert!(
+        crate::DeviceCall::is_sticky_loss(&error.to_string()),
+        "a trace's reader tells it sticky: {error}"
+    );
+    // Every runtime gone, the context released: the driver keeps CUDA unusable in this
+    // process all the same (its documented rule), so a fresh runtime fails as the first did.
+    drop((later, executable, fail, out, rt));
+    let fresh = Runtime::new(RuntimeOptions::default().backend(BackendChoice::Cuda))
+        .and_then(|rt| rt.buffer(16, Placement::GpuLocal).map(drop))
+        .expect_err("CUDA stays unusable in this process");
+    eprintln!("a fresh runtime: {fresh}");
+    assert!(fresh.is_device_loss(), "{fresh}");
+    assert!(
+        fresh
+            .to_string()
+            .contains("CUDA cannot be used again in this process"),
+        "{fresh}"
+    );
 }
 
 /// A stream operation after the application cleared (or switched) the thread's current

@@ -97,8 +97,9 @@
 //! # Faults
 //!
 //! `hrx_fail` stores to an unmapped address: on hardware that is `CUDA_ERROR_ILLEGAL_ADDRESS`,
-//! reported as `DeviceLost` (the software device reports a kernel error of known extent). The
-//! primary context stays unusable until every runtime on the device is dropped.
+//! reported as `DeviceLost` (the software device reports a kernel error of known extent). CUDA
+//! cannot be used again in the process: the driver documents that the process must end, and
+//! a runtime opened after every other was dropped fails the same way (`hardware_fault`).
 
 mod activity;
 mod api;

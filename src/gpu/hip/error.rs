@@ -51,8 +51,12 @@ pub(crate) fn map_error(error: HipError) -> Error {
         call,
         code: i64::from(code),
         name: code_name(code),
+        // Taken to follow CUDA's rule (`DeviceCall::STICKY`): not measured, no AMD GPU here.
         detail: if uncertain {
-            "sticky: the HIP device is unusable until every runtime on it is dropped".into()
+            format!(
+                "{}the HIP device may not be usable again in this process",
+                DeviceCall::STICKY
+            )
         } else {
             String::new()
         },
