@@ -164,6 +164,10 @@ pub(crate) struct ChunkIndex {
     /// The capture's host load per CPU: the counter's name and its highest sample (a
     /// chunk's plan sees only the samples in its chunk).
     host_load: (Option<s::AnnotationId>, Option<f64>),
+    /// Per runtime, the first submission (in the file's order) that failed by a sticky
+    /// device loss, and its error: how often a replay may run it is decided before its
+    /// first chunk (`plan::RuntimePlan::runs`).
+    sticky_losses: HashMap<RuntimeId, (SubmissionIndex, String)>,
 }
 
 /// A blob reference count that never falls to 0: a structural record refers to it.
@@ -247,6 +251,24 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         if let Record::TraceRange(r) = &record {
             index.ranges.insert((r.runtime, r.start), r.clone());
         }
+        if let Record::SubmissionDone(s::SubmissionDone {
+            runtime,
+            submission,
+            status: s::Status::Failed { error },
+            ..
+        })
+        | Record::RegionDone(s::RegionDone {
+            runtime,
+            submission,
+            status: s::Status::Failed { error },
+            ..
+        }) = &record
+            && hrx::DeviceCall::is_sticky_loss(error)
+        {
+            (index.sticky_losses)
+                .entry(*runtime)
+                .or_insert_with(|| (*submission, error.clone()));
+        }
         if let Some(hash) = blob_of(&record) {
             let refs = index.blob_refs.entry(hash).or_default();
             *refs = if structural(&record) {
@@ -302,6 +324,11 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
 }
 
 impl ChunkIndex {
+    /// The first submission of `runtime` that failed by a sticky device loss, and its error.
+    pub(crate) fn sticky_loss(&self, runtime: RuntimeId) -> Option<&(SubmissionIndex, String)> {
+        self.sticky_losses.get(&runtime)
+    }
+
     /// What the first pass read (the file's warnings and recovery, losses included), known
     /// before anything is replayed.
     pub(crate) fn reading(&self) -> &crate::Reading {

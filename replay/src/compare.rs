@@ -997,7 +997,12 @@ pub(crate) fn report(
             timing_floor_ns: options.timing_floor.as_nanos() as u64,
             device_timing_floor_ns: options.device_timing_floor.as_nanos() as u64,
             until: options.until,
-            warmup: options.warmup,
+            // The warm-ups run: none for a runtime whose capture lost its GPU for good
+            // (`RuntimePlan::runs`, said in the notes).
+            warmup: (plan.runtimes.iter())
+                .map(|rp| rp.runs(options).warmup)
+                .min()
+                .unwrap_or(options.warmup),
             pace_captured: options.pace_captured,
             host: Default::default(),
             slowdowns: options

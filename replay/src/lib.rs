@@ -105,6 +105,7 @@ pub use stream::MAX_LISTED;
 use hrx::BackendChoice;
 use hrx_capture::Trace;
 use hrx_capture::schema::OpKind;
+use plan::Runs;
 use std::path::Path;
 
 /// Replays `trace` and compares the replay with it.
@@ -444,15 +445,15 @@ fn run(
             .filter(|k| k.engine == hrx_capture::schema::Engine::Gpu)
             .map(|k| k.entry.as_str())
     }))?;
-    let repeat = options.repeat.max(1);
-    let op_runs = repeat.max(3);
+    let op_runs = options.repeat.max(3);
     let mut notes = plan.notes.clone();
     let total = plan
         .runtimes
         .iter()
         .map(|rp| {
-            let submissions = (rp.submissions.len() * repeat) as u64;
-            let ops: usize = if options.per_op && options.isolated {
+            let runs = rp.runs(options);
+            let submissions = (rp.submissions.len() * runs.repeat) as u64;
+            let ops: usize = if rp.times_ops_isolated(options) {
                 rp.graphs
                     .iter()
                     .flat_map(|g| &g.ops)
@@ -461,7 +462,7 @@ fn run(
             } else {
                 0
             };
-            submissions + (rp.submissions.len() * options.warmup) as u64 + (ops * op_runs) as u64
+            submissions + (rp.submissions.len() * runs.warmup) as u64 + (ops * op_runs) as u64
         })
         .sum();
     let mut ticker = execute::Ticker {
@@ -474,8 +475,10 @@ fn run(
     for rp in &plan.runtimes {
         let fault = replay_fault(options, rp, &mut notes)?;
         let contents = rp.keeps_contents(options);
+        let Runs { warmup, repeat } = rp.runs(options);
+        notes.extend(rp.single_run_note(options));
         // Warm-up replays: run, then thrown away.
-        for _ in 0..options.warmup {
+        for _ in 0..warmup {
             execute::run(rp, options, fault.clone(), contents, &mut ticker, None)?;
         }
         let mut repeats = Vec::with_capacity(repeat);
@@ -491,7 +494,7 @@ fn run(
         }
         // The last runtime's reading is the one kept: after the last timed repeat.
         clocks.after();
-        let op_times = if options.per_op && options.isolated {
+        let op_times = if rp.times_ops_isolated(options) {
             execute::time_ops(rp, options, op_runs, &mut ticker, &mut notes)?
         } else if options.per_op {
             execute::op_times_in_graphs(rp, &repeats, &mut notes)

@@ -166,7 +166,7 @@ impl Fold<'_> {
         for rp in &plan.runtimes {
             let (chunk_runs, replay_fault) = runs.remove(&rp.id).unwrap_or_default();
             let repeats: Vec<_> = chunk_runs.into_iter().map(|r| r.observe(rp)).collect();
-            let op_times = if self.options.per_op && self.options.isolated && self.chunks == 0 {
+            let op_times = if rp.times_ops_isolated(self.options) && self.chunks == 0 {
                 crate::execute::time_ops(
                     rp,
                     self.options,
@@ -523,7 +523,7 @@ fn open_repeats(
     contents: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Session>, ReplayError> {
-    let repeat = options.repeat.max(1);
+    let repeat = plan.runs(options).repeat;
     let mut repeats = Vec::with_capacity(repeat);
     for _ in 0..repeat {
         match Session::open(plan, options, fault.clone(), contents) {
@@ -558,7 +558,7 @@ fn warm_up_and_open(
     notes: &mut Vec<String>,
 ) -> Result<Vec<Session>, ReplayError> {
     let (fault, contents) = session;
-    for _ in 0..options.warmup {
+    for _ in 0..plan.runs(options).warmup {
         let mut warmup = Session::open(plan, options, fault.clone(), contents)?;
         warmup.run_chunk(plan, options, Some(place), ticker)?;
         warmup.finish()?;
@@ -655,7 +655,6 @@ pub(crate) fn replay_stream<R: Read>(
     source: Option<String>,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
 ) -> Result<Report, ReplayError> {
-    let repeat = options.repeat.max(1);
     let mut chunker = Chunker::new(reader, index, options.until);
     let mut sessions: BTreeMap<RuntimeId, Sessions> = BTreeMap::new();
     let mut fold = Fold {
@@ -747,16 +746,18 @@ pub(crate) fn replay_stream<R: Read>(
         digest_as_captured(&mut plan, chunker.index());
         let mut runs = BTreeMap::new();
         for rp in &plan.runtimes {
+            let crate::plan::Runs { warmup, repeat } = rp.runs(options);
             ticker.total += (rp.submissions.len() * repeat) as u64;
             if !sessions.contains_key(&rp.id) {
                 let fault = crate::replay_fault(options, rp, &mut open_notes)?;
+                open_notes.extend(rp.single_run_note(options));
                 let contents = rp.keeps_contents(options);
                 let producer_until = |s| chunker.index().producer_until(rp.id, s);
                 let place = ChunkPlace {
                     chunk: chunker.handed_out().unwrap_or_default(),
                     producer_until: &producer_until,
                 };
-                ticker.total += (rp.submissions.len() * options.warmup) as u64;
+                ticker.total += (rp.submissions.len() * warmup) as u64;
                 let repeats = loop {
                     let opened = warm_up_and_open(
                         rp,
@@ -921,6 +922,8 @@ fn compare_pending(
 /// any.
 fn digest_as_captured(plan: &mut Plan<'_>, index: &ChunkIndex) {
     for rp in &mut plan.runtimes {
+        // Known from the whole file before its first chunk runs: how often it may be run.
+        rp.sticky_loss = index.sticky_loss(rp.id).cloned();
         if !rp.digests_all && index.digests_all(rp.id) {
             rp.digests_all = true;
             let note = crate::plan::host_observable_note(rp.id);

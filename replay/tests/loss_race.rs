@@ -509,3 +509,90 @@ fn a_failure_ordered_after_an_earlier_chunks_loss_through_a_chain_stays_a_regres
         whole.divergences
     );
 }
+
+/// A capture that lost its GPU to a sticky error (CUDA's kernel faults: "To continue using
+/// CUDA, the process must be terminated and relaunched") is replayed once, with no warm-up,
+/// wherever the replay may run on a GPU, and the report says why: its first run reproduces the
+/// loss, after which nothing of the device opens again in the process. On the H100 the
+/// replay's default warm-up left the measured run `cuDevicePrimaryCtxRetain` failing with
+/// `CUDA_ERROR_ILLEGAL_ADDRESS` (exit 2), and `--repeat 3` made two of three runs fail by the
+/// first one's loss. On the software device (`--backend sim`) the runs asked are run. Here
+/// the software device's lost download is rewritten into CUDA's words; `auto` falls back to
+/// the software device on a machine without a GPU (and with a fault to inject), so the rule
+/// is tested without one, in the whole and the streamed replay.
+#[test]
+fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
+    let (trace, ix) = lost_download_trace();
+    let cuda_words = |error: &mut String| {
+        if error.starts_with("device lost:") && !error.contains("quarantined") {
+            *error = format!(
+                "{error}; CUDA cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700); \
+                 sticky: CUDA cannot be used again in this process (the driver's rule for a \
+                 kernel fault: the process must end)"
+            );
+        }
+    };
+    let sticky = rewrite(&trace, |record, _| {
+        match record {
+            Record::SubmissionDone(d) if d.submission.0 == ix.f => {
+                if let Status::Failed { error } = &mut d.status {
+                    cuda_words(error);
+                }
+            }
+            Record::RegionDone(d) if d.submission.0 == ix.f => {
+                if let Status::Failed { error } = &mut d.status {
+                    cuda_words(error);
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    let options = |backend| {
+        ReplayOptions::default()
+            .backend(backend)
+            .repeat(3)
+            .warmup(1)
+    };
+    let once = |report: &Report| {
+        let note = report
+            .notes
+            .iter()
+            .find(|n| n.contains("replayed once, without a warm-up"));
+        (report.replay.repeat, note.cloned())
+    };
+    let (_dir, path) = file(&sticky, "sticky.hrxt");
+    for (what, report) in [
+        (
+            "whole",
+            replay_with(&sticky, &options(hrx::BackendChoice::Auto)),
+        ),
+        (
+            "streamed",
+            replay_file(&path, &options(hrx::BackendChoice::Auto)).expect("streamed replay"),
+        ),
+    ] {
+        let (repeat, note) = once(&report);
+        assert_eq!((repeat, report.replay.warmup), (1, 0), "{what}");
+        let note = note.unwrap_or_else(|| panic!("{what}: {:?}", report.notes));
+        assert!(
+            note.contains(
+                ": replayed once, without a warm-up (not the 1 warm-up and 3 repeats asked): \
+                 the capture lost the device to a sticky error (submission "
+            ) && note.contains(&format!("submission {}: device lost:", ix.f))
+                && note.contains("cannot be used again in the replay's process"),
+            "{what}: {note}"
+        );
+        // The vendor's note is the reason the note gives in its own words, not repeated.
+        assert!(!note.contains("sticky: CUDA"), "{what}: {note}");
+    }
+    // The software device replays it as asked; a capture of no sticky loss likewise.
+    for (what, trace, backend) in [
+        ("sim", &sticky, hrx::BackendChoice::Sim),
+        ("not sticky", &trace, hrx::BackendChoice::Auto),
+    ] {
+        let report = replay_with(trace, &options(backend));
+        assert_eq!(once(&report), (3, None), "{what}");
+        assert_eq!(report.replay.warmup, 1, "{what}");
+    }
+}

@@ -238,9 +238,89 @@ pub(crate) struct RuntimePlan<'t> {
     /// Whether the capture digested every written range (`TraceDigests::All`), inferred
     /// from a digest of a GPU-local buffer; otherwise only host-observable outputs.
     pub digests_all: bool,
+    /// The capture's first submission failed by a sticky device loss
+    /// ([`hrx::DeviceCall::is_sticky_loss`]), with its error: a replay on a GPU reproduces it
+    /// and cannot use the device again in its process ([`RuntimePlan::runs`]). A streamed
+    /// replay takes it from the first pass over the whole file, not from one chunk.
+    pub sticky_loss: Option<(SubmissionIndex, String)>,
+}
+
+/// How often a runtime is replayed in one process: warm-ups, then timed repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Runs {
+    pub warmup: usize,
+    pub repeat: usize,
 }
 
 impl RuntimePlan<'_> {
+    /// The runs `options` ask for, except where the capture lost its device to a sticky
+    /// error and the replay may run on a GPU: one run, no warm-up. Its first run reproduces
+    /// the loss, after which the vendor's device cannot be used again in the process (CUDA:
+    /// "the process must be terminated and relaunched"; `hrx::DeviceCall::STICKY`), so a
+    /// warm-up would leave the measured run nothing to open, and repeats side by side would
+    /// fail by the first one's loss. [`RuntimePlan::single_run_note`] says so.
+    pub fn runs(&self, options: &crate::options::ReplayOptions) -> Runs {
+        if self.sticky_loss.is_some() && options.backend != hrx::BackendChoice::Sim {
+            Runs {
+                warmup: 0,
+                repeat: 1,
+            }
+        } else {
+            Runs {
+                warmup: options.warmup,
+                repeat: options.repeat.max(1),
+            }
+        }
+    }
+
+    /// What the report says where [`RuntimePlan::runs`] runs this runtime fewer times than
+    /// `options` ask.
+    pub fn single_run_note(&self, options: &crate::options::ReplayOptions) -> Option<String> {
+        let (submission, error) = self.sticky_loss.as_ref()?;
+        let runs = self.runs(options);
+        let asked = Runs {
+            warmup: options.warmup,
+            repeat: options.repeat.max(1),
+        };
+        let isolated = options.per_op && options.isolated && !self.times_ops_isolated(options);
+        if runs == asked && !isolated {
+            return None;
+        }
+        let error = error.split("; ").next().unwrap_or(error);
+        Some(format!(
+            "runtime {}: replayed once, without a warm-up{}{}: the capture lost the device to a \
+             sticky error (submission {}: {error}), which a replay on a GPU reproduces, and after \
+             it the device cannot be used again in the replay's process (the vendor's rule); \
+             its timings are one cold run",
+            self.id.0,
+            if asked.repeat > 1 || asked.warmup > 0 {
+                format!(
+                    " (not the {} warm-up{} and {} repeat{} asked)",
+                    asked.warmup,
+                    if asked.warmup == 1 { "" } else { "s" },
+                    asked.repeat,
+                    if asked.repeat == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            },
+            if isolated {
+                ", its operations not timed in isolation"
+            } else {
+                ""
+            },
+            submission.0
+        ))
+    }
+
+    /// Whether its operations are launched one by one after the repeats (`--isolated`): each
+    /// in a fresh runtime, which a sticky loss leaves nothing to open ([`RuntimePlan::runs`]).
+    pub fn times_ops_isolated(&self, options: &crate::options::ReplayOptions) -> bool {
+        options.per_op
+            && options.isolated
+            && (self.sticky_loss.is_none() || options.backend == hrx::BackendChoice::Sim)
+    }
+
     /// Whether its replays keep their outputs' contents: a float tolerance compares them, and
     /// the capture kept some to compare against.
     pub fn keeps_contents(&self, options: &crate::options::ReplayOptions) -> bool {

@@ -90,6 +90,7 @@ pub(super) fn runtime_plan<'t>(
         first_captured: None,
         last_captured: None,
         digests_all: false,
+        sticky_loss: None,
     };
 
     // Buffers.
@@ -391,6 +392,17 @@ pub(super) fn runtime_plan<'t>(
             submission.region_status.insert(region, status);
         }
     }
+    // A submission's status, or a region's where the trace ends before the submission's.
+    plan.sticky_loss = plan.submissions.iter().find_map(|s| {
+        let region_errors = s.region_status.values().filter_map(|status| match status {
+            s::Status::Failed { error } => Some(error),
+            _ => None,
+        });
+        (s.status.iter().map(|(_, text)| text))
+            .chain(region_errors)
+            .find(|error| hrx::DeviceCall::is_sticky_loss(error))
+            .map(|error| (s.index, error.clone()))
+    });
     for (submission, on_submission) in joined.cross_waits {
         plan.cross_waits
             .entry(submission)
