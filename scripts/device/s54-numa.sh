@@ -14,7 +14,7 @@
 # GPU bench's `pipeline_traced`, PIPE_ROUNDS (60) paired rounds, per mode. Part `hv`: (b).
 # Prepared in session 54; the device lent no machine that session (not yet run).
 set -u
-d=$PWD/.device-bin/s54
+d=${BIN:-$PWD/.device-bin/s54}
 sd=$PWD/scripts/device
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pci.bus_id --format=csv,noheader
 echo "cpus $(nproc), $(uptime)"
