@@ -580,7 +580,8 @@ fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
                 ": replayed once, without a warm-up (not the 1 warm-up and 3 repeats asked): \
                  the capture lost the device to a sticky error (submission "
             ) && note.contains(&format!("submission {}: device lost:", ix.f))
-                && note.contains("cannot be used again in the replay's process"),
+                && note.contains("cannot be used again in the replay's process")
+                && note.ends_with("(`--backend sim` replays it as asked)"),
             "{what}: {note}"
         );
         // The vendor's note is the reason the note gives in its own words, not repeated.

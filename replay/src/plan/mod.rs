@@ -291,7 +291,7 @@ impl RuntimePlan<'_> {
             "runtime {}: replayed once, without a warm-up{}{}: the capture lost the device to a \
              sticky error (submission {}: {error}), which a replay on a GPU reproduces, and after \
              it the device cannot be used again in the replay's process (the vendor's rule); \
-             its timings are one cold run",
+             its timings are one cold run (`--backend sim` replays it as asked)",
             self.id.0,
             if asked.repeat > 1 || asked.warmup > 0 {
                 format!(
