@@ -479,9 +479,10 @@ pub struct StatsArgs {
 /// `hrx-trace diff`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Kernels are matched by label, regions by (runtime, prepared graph, region index), outputs by
-(runtime, submission, the graph operation and use that write them, byte range), never by
-buffer id, which depends on how a run allocated. A kernel is SLOW by the rule under
+Kernels are matched by label, regions by (runtime, prepared graph, region index; by label in a
+graph whose labels changed), outputs by (runtime, submission, the graph operation and use that
+write them, byte range), never by buffer id, which depends on how a run allocated. A kernel is
+SLOW by the rule under
 --max-slowdown: the 95% interval of its median ratio lies wholly past R and it grew by more
 than 50 us. Exit codes: 0 no regression; 1 a slow kernel, an output
 digest that differs or a submission whose outcome changed (succeeded in one, failed or

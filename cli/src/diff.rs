@@ -314,16 +314,29 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let reordered = hrx_analysis::diff::align(&base, &mut new);
     // Regions of a graph that gained or lost one paired by label, not by index.
     let realigned = hrx_analysis::diff::align_regions(&base, &mut new);
+    // A graph whose changed regions were too many to pair by label says so (they were left
+    // paired in order without a word: a break-it pass).
+    let in_order: Vec<String> = (realigned.in_order.iter())
+        .map(|((runtime, graph), (b, n))| {
+            format!(
+                "graph {graph} of runtime {runtime}: its regions differ in a run of {b} (base) \
+                 against {n} (new), too many to pair by label; those are paired in order"
+            )
+        })
+        .collect();
+    for line in &in_order {
+        crate::output::warn(line);
+    }
     let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new))
         .map_err(trace_error)?;
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     let mut report = report(&args, &comparison, &matched);
     report["graphs_matched_by_structure"] = reordered.into();
-    report["regions_matched_by_label"] = realigned.into();
+    report["regions_matched_by_label"] = realigned.matched.into();
     // A side recorded on a loaded host has host-side times that include waits for a CPU.
     report["host_load"] = json!({"base": base.host_load_max, "new": new.host_load_max});
     // What standard error warned of either trace, as the other verbs' JSON lists it.
-    report["warnings"] = json!([Vec::from_iter(wide), base_warned, new_warned].concat());
+    report["warnings"] = json!([Vec::from_iter(wide), base_warned, new_warned, in_order].concat());
     // Each side's losses under every verb's keys (`records_lost` stays).
     let lost = |p: &Profile| {
         crate::info::lost_json(&p.recovery.as_ref().map(|r| r.lost).unwrap_or_default())

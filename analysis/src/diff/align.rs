@@ -262,13 +262,26 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
     moved.len() as u64
 }
 
-/// The most region pairs [`align_regions`] weighs in one graph (its table is one `u32` a
-/// pair): past it, a graph's regions stay paired by index.
+/// The most region pairs [`align_regions`] weighs in one graph, past the labels both ends
+/// of the graph share (its table is one `u32` a pair): past it, the regions between those
+/// ends pair in order, and the graph is listed in [`Realigned::in_order`].
 const MOST_REGION_PAIRS: usize = 1 << 22;
+
+/// What [`align_regions`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Realigned {
+    /// How many of `new`'s regions were paired by label with a region of `base` at another
+    /// index (and took that index).
+    pub matched: u64,
+    /// The graphs (runtime rank, graph rank) whose regions between the labels both ends
+    /// share were too many to pair by label ([`MOST_REGION_PAIRS`]), with their counts
+    /// there (base, new): those paired in order.
+    pub in_order: Vec<((u32, u64), (usize, usize))>,
+}
 
 /// Pairs the regions of each prepared graph both traces hold (by rank, after [`align`])
 /// whose region labels differ, by label instead of by index; returns how many of `new`'s
-/// regions changed index.
+/// regions were paired with a region at another index, and the graphs too large to pair so.
 ///
 /// A region added to or removed from a graph (a kernel split into a region of its own, a
 /// copy dropped) shifted every later region's index: by index, each later region was paired
@@ -278,7 +291,12 @@ const MOST_REGION_PAIRS: usize = 1 << 22;
 /// order (a region changed in place stays relabelled), and a side's surplus is one-sided:
 /// `new`'s take indices past `base`'s last, so they pair with none. Matched regions take
 /// `base`'s index (what the report names). Graphs whose labels agree are left as they are.
-pub fn align_regions(base: &Profile, new: &mut Profile) -> u64 {
+/// The labels both graphs begin and end with pair first, so a graph of any size that gained
+/// or lost a few regions is paired in time linear in its regions; past those ends, a graph
+/// whose regions between them exceed [`MOST_REGION_PAIRS`] pairs them in order (a graph of
+/// 3000 regions that gained one was paired wholly by index, every region relabelled, and
+/// nothing said: a break-it pass).
+pub fn align_regions(base: &Profile, new: &mut Profile) -> Realigned {
     type Graphs = BTreeMap<(u32, u64), Vec<(u32, String)>>;
     let by_graph = |p: &Profile| {
         let mut out = Graphs::new();
@@ -289,6 +307,7 @@ pub fn align_regions(base: &Profile, new: &mut Profile) -> u64 {
         out
     };
     let (b, n) = (by_graph(base), by_graph(new));
+    let mut realigned = Realigned::default();
     // (runtime, graph, new's index) → its index once paired.
     let mut moved: HashMap<(u32, u64, u32), u32> = HashMap::new();
     for (graph, new_regions) in &n {
@@ -296,12 +315,13 @@ pub fn align_regions(base: &Profile, new: &mut Profile) -> u64 {
             continue;
         };
         let labels = |r: &[(u32, String)]| r.iter().map(|x| x.1.clone()).collect::<Vec<_>>();
-        if labels(base_regions) == labels(new_regions)
-            || base_regions.len() * new_regions.len() > MOST_REGION_PAIRS
-        {
+        if labels(base_regions) == labels(new_regions) {
             continue;
         }
-        let pairs = pair_by_label(base_regions, new_regions);
+        let (pairs, in_order) = pair_by_label(base_regions, new_regions);
+        if let Some(counts) = in_order {
+            realigned.in_order.push((*graph, counts));
+        }
         let past = base_regions.iter().map(|r| r.0).max().map_or(0, |i| i + 1);
         let mut one_sided = 0;
         for (j, &(index, _)) in new_regions.iter().enumerate() {
@@ -314,11 +334,12 @@ pub fn align_regions(base: &Profile, new: &mut Profile) -> u64 {
             };
             if to != index {
                 moved.insert((graph.0, graph.1, index), to);
+                realigned.matched += u64::from(pairs[j].is_some());
             }
         }
     }
     if moved.is_empty() {
-        return 0;
+        return realigned;
     }
     new.regions = std::mem::take(&mut new.regions)
         .into_iter()
@@ -330,38 +351,56 @@ pub fn align_regions(base: &Profile, new: &mut Profile) -> u64 {
             (RegionKey { region, ..k }, v)
         })
         .collect();
-    moved.len() as u64
+    realigned
 }
 
 /// For each of `new`'s regions (by position), the position of `base`'s region it pairs
-/// with ([`align_regions`]): the longest common subsequence of labels, then, between two of
-/// its pairs, the regions left in order.
-pub(super) fn pair_by_label(base: &[(u32, String)], new: &[(u32, String)]) -> Vec<Option<usize>> {
+/// with ([`align_regions`]): the labels both begin and end with, then the longest common
+/// subsequence of the labels between, then, between two of its pairs, the regions left in
+/// order. With the counts (base, new) of the regions between the shared ends where those
+/// are too many to weigh ([`MOST_REGION_PAIRS`]): they are then paired in order.
+pub(super) fn pair_by_label(
+    base: &[(u32, String)],
+    new: &[(u32, String)],
+) -> (Vec<Option<usize>>, Option<(usize, usize)>) {
     let (m, n) = (base.len(), new.len());
-    // longest[i][j]: the longest common subsequence of base[i..] and new[j..].
-    let width = n + 1;
-    let mut longest = vec![0u32; (m + 1) * width];
-    for i in (0..m).rev() {
-        for j in (0..n).rev() {
-            longest[i * width + j] = if base[i].1 == new[j].1 {
-                longest[(i + 1) * width + j + 1] + 1
+    let same = |(b, n): (&(u32, String), &(u32, String))| b.1 == n.1;
+    let prefix = base.iter().zip(new).take_while(|&p| same(p)).count();
+    let suffix = (base[prefix..].iter().rev())
+        .zip(new[prefix..].iter().rev())
+        .take_while(|&p| same(p))
+        .count();
+    // The regions between the shared ends, and their pairs.
+    let (bm, nm) = (&base[prefix..m - suffix], &new[prefix..n - suffix]);
+    let (mm, nn) = (bm.len(), nm.len());
+    let mut anchors: Vec<(usize, usize)> = (0..prefix).map(|k| (k, k)).collect();
+    let too_many = mm.saturating_mul(nn) > MOST_REGION_PAIRS;
+    if !too_many {
+        // longest[i][j]: the longest common subsequence of bm[i..] and nm[j..].
+        let width = nn + 1;
+        let mut longest = vec![0u32; (mm + 1) * width];
+        for i in (0..mm).rev() {
+            for j in (0..nn).rev() {
+                longest[i * width + j] = if bm[i].1 == nm[j].1 {
+                    longest[(i + 1) * width + j + 1] + 1
+                } else {
+                    longest[(i + 1) * width + j].max(longest[i * width + j + 1])
+                };
+            }
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < mm && j < nn {
+            if bm[i].1 == nm[j].1 {
+                anchors.push((prefix + i, prefix + j));
+                (i, j) = (i + 1, j + 1);
+            } else if longest[(i + 1) * width + j] >= longest[i * width + j + 1] {
+                i += 1;
             } else {
-                longest[(i + 1) * width + j].max(longest[i * width + j + 1])
-            };
+                j += 1;
+            }
         }
     }
-    let mut anchors = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < m && j < n {
-        if base[i].1 == new[j].1 {
-            anchors.push((i, j));
-            (i, j) = (i + 1, j + 1);
-        } else if longest[(i + 1) * width + j] >= longest[i * width + j + 1] {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
+    anchors.extend((0..suffix).map(|k| (m - suffix + k, n - suffix + k)));
     let mut pairs = vec![None; n];
     let (mut from_i, mut from_j) = (0, 0);
     for (ai, aj) in anchors.into_iter().chain(std::iter::once((m, n))) {
@@ -374,5 +413,5 @@ pub(super) fn pair_by_label(base: &[(u32, String)], new: &[(u32, String)]) -> Ve
         }
         (from_i, from_j) = (ai + 1, aj + 1);
     }
-    pairs
+    (pairs, too_many.then_some((mm, nn)))
 }

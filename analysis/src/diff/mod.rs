@@ -67,8 +67,8 @@ mod verdict;
 mod window;
 
 pub use align::{
-    OpShape, RegionShape, Signature, align, align_regions, kernel_params, params, signature,
-    structure,
+    OpShape, Realigned, RegionShape, Signature, align, align_regions, kernel_params, params,
+    signature, structure,
 };
 pub use profile::{
     OpKey, OpProfile, Profile, limit_timings, limit_timings_records, profile, profile_records,
