@@ -499,19 +499,41 @@ pub struct Joiner {
     explicit_limit: Option<usize>,
 }
 
-/// The `limit` latest of a `Submit`'s explicit producers (the highest submission indices,
-/// the first named of equal ones), in the order named; all of them where there are no
-/// more. The latest are the ones a submission most likely waited on last (an explicit
-/// producer's own producers are earlier), so a chain of `submit_after` stays linked.
+/// The `limit` latest of a `Submit`'s explicit producers (the highest submission indices),
+/// in the order named; all of them where there are no more. A producer named more than once
+/// is one producer (its first naming kept): repeats took places from producers named once
+/// (`submit_after` of one completion 16 times and five others linked the one alone, and
+/// said five "not kept": a break-it pass). The latest are the ones a submission most likely
+/// waited on last (an explicit producer's own producers are earlier), so a chain of
+/// `submit_after` stays linked.
 pub fn latest_producers(producers: &[SubmissionIndex], limit: usize) -> Vec<SubmissionIndex> {
     if producers.len() <= limit {
         return producers.to_vec();
     }
-    let mut kept: Vec<usize> = (0..producers.len()).collect();
-    kept.select_nth_unstable_by_key(limit, |&i| (std::cmp::Reverse(producers[i]), i));
-    kept.truncate(limit);
+    let mut kept = distinct_producers(producers);
+    if kept.len() > limit {
+        kept.select_nth_unstable_by_key(limit, |&i| (std::cmp::Reverse(producers[i]), i));
+        kept.truncate(limit);
+    }
     kept.sort_unstable();
     kept.into_iter().map(|i| producers[i]).collect()
+}
+
+/// How many of a `Submit`'s explicit producers [`latest_producers`] leaves out: the
+/// distinct producers past the `limit` latest (a repeat is none).
+pub fn producers_left_out(producers: &[SubmissionIndex], limit: usize) -> usize {
+    if producers.len() <= limit {
+        return 0;
+    }
+    distinct_producers(producers).len().saturating_sub(limit)
+}
+
+/// The positions of the first naming of each distinct producer, in no order.
+fn distinct_producers(producers: &[SubmissionIndex]) -> Vec<usize> {
+    let mut by_value: Vec<usize> = (0..producers.len()).collect();
+    by_value.sort_unstable_by_key(|&i| (producers[i], i));
+    by_value.dedup_by_key(|i| producers[*i]);
+    by_value
 }
 
 impl Joiner {

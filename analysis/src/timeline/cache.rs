@@ -67,8 +67,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// that end before they start (`TraceInfo::ends_before_start`, a flag of a span's); 14:
 /// `Recovery::newer_records`; 15: at most `EXPLICIT_PRODUCERS_KEPT` explicit producers of a
 /// submission, the rest counted (`Submission::producers_left_out`,
-/// `TraceInfo::explicit_producers_left_out`).
-const FORMAT: u32 = 15;
+/// `TraceInfo::explicit_producers_left_out`); 16: a producer named again is one producer
+/// (`crate::scan::latest_producers`), never a place taken from another.
+const FORMAT: u32 = 16;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

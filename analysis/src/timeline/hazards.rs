@@ -529,17 +529,27 @@ mod tests {
         assert_eq!(few.hazards_of(key(&few, kept, 0)).producers_left_out, 0);
     }
 
-    /// The latest producers are the highest indices, the first named of equal ones, in
-    /// the order named.
+    /// The latest producers are the highest indices, in the order named; past the limit, a
+    /// producer named again is one producer (its first naming), never a place taken from
+    /// another: a repeat counts as none left out.
     #[test]
     fn the_latest_producers_are_the_highest_in_the_order_named() {
         let named = |v: &[u64]| v.iter().copied().map(SubmissionIndex).collect::<Vec<_>>();
         let latest = |v: &[u64], limit| crate::scan::latest_producers(&named(v), limit);
-        assert_eq!(latest(&[3, 9, 1, 7, 9, 2], 3), named(&[9, 7, 9]));
+        let left_out = |v: &[u64], limit| crate::scan::producers_left_out(&named(v), limit);
+        assert_eq!(latest(&[3, 9, 1, 7, 9, 2], 3), named(&[3, 9, 7]));
+        assert_eq!(left_out(&[3, 9, 1, 7, 9, 2], 3), 2);
         assert_eq!(latest(&[1, 2, 3, 4], 2), named(&[3, 4]));
-        assert_eq!(latest(&[5, 5, 5], 2), named(&[5, 5]));
+        assert_eq!(latest(&[5, 5, 5], 2), named(&[5]));
+        assert_eq!(left_out(&[5, 5, 5], 2), 0);
         assert_eq!(latest(&[4, 1], 2), named(&[4, 1]));
         assert_eq!(latest(&[4, 1], 0), named(&[]));
+        // One completion named 16 times before five earlier ones: all six are linked.
+        let mut repeated = vec![6; 16];
+        repeated.extend([1, 2, 3, 4, 5]);
+        let kept = EXPLICIT_PRODUCERS_KEPT;
+        assert_eq!(latest(&repeated, kept), named(&[6, 1, 2, 3, 4, 5]));
+        assert_eq!(left_out(&repeated, kept), 0);
     }
 
     #[test]

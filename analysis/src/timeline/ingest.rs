@@ -113,12 +113,10 @@ impl crate::Visitor for Joins {
             slot: submit.slot,
             time_ns: submit.time_ns,
             producers: crate::scan::latest_producers(&submit.producers, EXPLICIT_PRODUCERS_KEPT),
-            left_out: u32::try_from(
-                submit
-                    .producers
-                    .len()
-                    .saturating_sub(EXPLICIT_PRODUCERS_KEPT),
-            )
+            left_out: u32::try_from(crate::scan::producers_left_out(
+                &submit.producers,
+                EXPLICIT_PRODUCERS_KEPT,
+            ))
             .unwrap_or(u32::MAX),
             regions: submission
                 .prepared

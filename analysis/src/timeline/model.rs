@@ -345,7 +345,8 @@ impl TraceInfo {
         self.ends_before_start += u64::from(crate::scan::ends_before_start(record));
         match record {
             Record::Submit(s) => {
-                let left_out = s.producers.len().saturating_sub(EXPLICIT_PRODUCERS_KEPT);
+                let left_out =
+                    crate::scan::producers_left_out(&s.producers, EXPLICIT_PRODUCERS_KEPT);
                 self.explicit_producers_left_out += left_out as u64;
             }
             Record::TraceRange(r) => {
