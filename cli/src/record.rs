@@ -190,10 +190,11 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         .ok();
     // One recording at a time into one file: a second `record` started in the same instant
     // is refused as one started later is ([`crate::traces::claim`]).
+    let mut claimed = None;
     if let Some(reports) = &reports
         && !crate::traces::per_process(&args.output)
     {
-        crate::traces::claim(reports.path(), &expanded)?;
+        claimed = crate::traces::claim(reports.path(), &expanded)?;
     }
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
@@ -235,6 +236,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     if let Some(reports) = &reports {
         crate::traces::withdraw_claim(reports.path());
     }
+    drop(claimed);
     forwarding.note_forwarded(program);
     let forwarded = forwarding.stop();
     let mut code = exit_code(program, status);

@@ -310,13 +310,22 @@ const CLAIM: &str = "claim";
 /// started in the same instant exactly one goes on. Best effort where that directory
 /// cannot be locked (the claim is still made).
 ///
+/// The claim stands while the returned file is open: its lock ([`live_claim`]) tells a
+/// `record` still running from another process that took its pid since (a `record`
+/// SIGKILLed runs no clean-up, and pids come round again: its claim refused every later
+/// `record` into the trace while any process had its pid, naming that process as a
+/// `record`: a break-it pass).
+///
 /// # Errors
 ///
 /// A [`Failure`] naming the trace: another recorder writes it, or another `record` (its
 /// pid in the hint) claimed it.
-pub fn claim(reports: &Path, trace: &Path) -> Result<(), crate::failure::Failure> {
+pub fn claim(
+    reports: &Path,
+    trace: &Path,
+) -> Result<Option<std::fs::File>, crate::failure::Failure> {
     let Some(parent) = reports.parent() else {
-        return Ok(());
+        return Ok(None);
     };
     // Held while the claims are read and this one made: released when dropped.
     let lock = std::fs::File::open(parent).and_then(|dir| dir.lock().map(|()| dir));
@@ -340,10 +349,18 @@ pub fn claim(reports: &Path, trace: &Path) -> Result<(), crate::failure::Failure
     // After the claims: a claim given up since, its program having opened the trace, left
     // the trace's lock in its place.
     crate::record::refuse_live(trace, "the trace")?;
+    use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
-    let _ = std::fs::write(reports.join(CLAIM), key.as_os_str().as_bytes());
+    // Locked before it names the trace, so that no reader finds it named and unlocked.
+    let held = std::fs::File::create(reports.join(CLAIM))
+        .and_then(|mut file| {
+            file.lock()?;
+            file.write_all(key.as_os_str().as_bytes())?;
+            Ok(file)
+        })
+        .ok();
     drop(lock);
-    Ok(())
+    Ok(held)
 }
 
 /// Withdraws this recording's [`claim`] (its program ended): a `record` still summarising
@@ -370,6 +387,13 @@ fn live_claim(dir: &Path, key: &Path) -> Option<u32> {
         return None;
     }
     if !Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    // Its `record` holds the claim's lock while it runs: one that can be taken is a claim
+    // its `record` left when it was killed, whatever process has its pid now.
+    if let Ok(file) = std::fs::File::open(dir.join(CLAIM))
+        && file.try_lock_shared().is_ok()
+    {
         return None;
     }
     let opened = read_reported(dir).iter().any(|path| trace_key(path) == key);
@@ -476,9 +500,12 @@ mod tests {
         };
         // Past Linux's largest pid (2^22): never running.
         claimed(&tmp.path().join(format!("{REPORTS_PREFIX}4194305-gone")));
+        // A claim its `record` no longer holds, whose pid a process has now (this one):
+        // left by a `record` killed before its program opened the trace.
+        claimed(&tmp.path().join(format!("{}killed", reports_prefix())));
         let ours = tmp.path().join(format!("{}ours", reports_prefix()));
         std::fs::create_dir(&ours).unwrap();
-        claim(&ours, &trace).unwrap();
+        let _held = claim(&ours, &trace).unwrap();
         assert_eq!(live_claim(&ours, &key), Some(std::process::id()));
         // Another running `record` (this process, as far as /proc tells) claimed it.
         let other = tmp.path().join(format!("{}other", reports_prefix()));
@@ -492,7 +519,7 @@ mod tests {
         // Its program's process reported writing the trace: the claim gives way (the
         // trace's own lock refuses others while it is written).
         std::fs::write(ours.join("123"), trace.as_os_str().as_encoded_bytes()).unwrap();
-        claim(&other, &trace).unwrap();
+        let _other = claim(&other, &trace).unwrap();
         // No report: the claim file is not one.
         assert_eq!(
             read_reported_by_pid(&ours),
