@@ -354,7 +354,13 @@ fn fields(f: &mut Formatter<'_>, record: &Record) -> fmt::Result {
                 let sep = if i == 0 { "" } else { " " };
                 write!(f, "{sep}{}={}", k.kind, k.records)?;
             }
-            write!(f, "]")
+            write!(f, "]")?;
+            // A lossy recorder writes one at its first flush, losses or not: its mode, as
+            // the export names it (a bare `total=0` read as a loss record).
+            if r.total == 0 && r.lossy {
+                write!(f, " (the lossy mode's mark: none lost yet)")?;
+            }
+            Ok(())
         }
         Record::CaptureFence(r) => write!(
             f,

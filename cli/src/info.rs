@@ -464,9 +464,24 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     }
     writeln!(out, "{:<12} {}", "records", stats.records)?;
     for (kind, count) in stats.kinds_in_order() {
-        writeln!(out, "  {kind:<20} {count:>10}")?;
+        let holds = (kind == "RecordsLost")
+            .then(|| records_lost_holds(&stats.recovery.lost))
+            .flatten();
+        match holds {
+            Some(holds) => writeln!(out, "  {kind:<20} {count:>10}  ({holds})")?,
+            None => writeln!(out, "  {kind:<20} {count:>10}")?,
+        }
     }
     Ok(())
+}
+
+/// What the `RecordsLost` records of a trace that lost nothing hold, beside their count in
+/// `info`'s kind table: a lossy recorder writes one at its first flush, losses or not, so
+/// that every reader knows its mode (it is recorded nowhere else). Its bare count read as a
+/// loss beside `lost none` (a fresh user's pass); `None` where records were lost (the
+/// `lost` line above counts them).
+pub(crate) fn records_lost_holds(lost: &hrx_capture::Lost) -> Option<&'static str> {
+    (lost.is_none() && lost.lossy).then_some("0 lost: the lossy mode's mark")
 }
 
 /// The codec's name.

@@ -452,6 +452,42 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
         "{info}"
     );
     assert!(!stdout(&run(dir.path(), &["info", "lossless.hrxt"])).contains("lossy mode"));
+    // The mode is a `RecordsLost` record counting none: its row in the kind table, its
+    // `dump` line and its exported mark say so (the row read `RecordsLost 1` beside `lost
+    // none`, as if one record were lost: a fresh user's pass).
+    let row = info
+        .lines()
+        .find(|l| l.trim_start().starts_with("RecordsLost "))
+        .unwrap_or_else(|| panic!("no RecordsLost row: {info}"));
+    assert!(
+        row.ends_with(" 1  (0 lost: the lossy mode's mark)"),
+        "{row}"
+    );
+    let dump = stdout(&run(dir.path(), &["dump", "lossy.hrxt"]));
+    assert!(
+        dump.contains(
+            "records-lost   total=0 lossy=true [] (the lossy mode's mark: none lost yet)"
+        ),
+        "{dump}"
+    );
+    let export = run(
+        dir.path(),
+        &[
+            "export",
+            "lossy.hrxt",
+            "--format",
+            "chrome",
+            "-o",
+            "lossy.json",
+        ],
+    );
+    assert_eq!(code(&export), 0, "{}", stderr(&export));
+    let exported = std::fs::read_to_string(dir.path().join("lossy.json")).unwrap();
+    assert!(
+        exported.contains("\"lossy mode (none lost yet)\""),
+        "{exported}"
+    );
+    assert!(!exported.contains("\"records lost\""), "{exported}");
     for (file, lossy) in [("lossy.hrxt", true), ("lossless.hrxt", false)] {
         let stats: serde_json::Value =
             serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", file]))).unwrap();
