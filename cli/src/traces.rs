@@ -294,7 +294,9 @@ const CLAIM: &str = "claim";
 /// Claims the trace `trace` (`-o` as this process expands it, without `%p` or `%n`) for the
 /// recording whose reports directory is `reports`, or refuses it as `check_output` refuses a
 /// trace another recorder is writing ([`crate::record::refuse_live`]): the same refusal
-/// whether the other recording's program has opened the trace yet or not.
+/// whether the other recording's program has opened the trace yet or not. `record --
+/// PROGRAM` and `record --workload` both claim theirs (a workload's claim stands until it
+/// closes its trace: its process writes no report).
 ///
 /// `check_output`'s probe of the trace's lock alone let two `record`s started together
 /// both through (neither program had opened the trace yet): both programs ran, and the
@@ -330,11 +332,19 @@ pub fn claim(
     // Held while the claims are read and this one made: released when dropped.
     let lock = std::fs::File::open(parent).and_then(|dir| dir.lock().map(|()| dir));
     let key = trace_key(trace);
+    // A `record` run by another's program (`record -- sh -c 'hrx-trace record --workload
+    // ...'`) is a process of that recording: its claim is no other recorder's (the nested
+    // recording's program, or workload, writes the trace the outer one claimed).
+    let canonical = |dir: &Path| dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+    let enclosing = std::env::var_os(hrx_capture::TRACE_PATHS_ENV)
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| canonical(Path::new(&dir)));
     let claimed_by = std::fs::read_dir(parent)
         .into_iter()
         .flatten()
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|dir| dir.as_path() != reports)
+        .filter(|dir| enclosing.as_deref() != Some(canonical(dir).as_path()))
         .find_map(|dir| live_claim(&dir, &key));
     if let Some(pid) = claimed_by {
         return Err(crate::failure::Failure::new(format!(
@@ -342,8 +352,8 @@ pub fn claim(
             hrx_capture::ShowPath::shown(trace)
         ))
         .hint(format!(
-            "`hrx-trace record` (pid {pid}) records into it and its program has not opened \
-             it yet: choose another -o file, or wait for that recording to end"
+            "`hrx-trace record` (pid {pid}) records into it (its program or workload may not \
+             have opened it yet): choose another -o file, or wait for that recording to end"
         )));
     }
     // After the claims: a claim given up since, its program having opened the trace, left

@@ -185,6 +185,23 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     let earlier_inode = earlier
         .then(|| crate::record::file_inode(&output))
         .flatten();
+    // One recording at a time into one file, as `record -- PROGRAM` claims its own
+    // (`crate::traces::claim`): a `record` started in the same instant to the same name is
+    // refused the same way, whichever of the two it is. Withdrawn once the trace is closed
+    // (a later recording then replaces it, as `-o` does, and the check after the read says
+    // so); a name with `%p` or `%n` is each process's own.
+    let reports = (!crate::traces::per_process(&args.output))
+        .then(|| {
+            crate::traces::sweep_reports(&std::env::temp_dir());
+            tempfile::Builder::new()
+                .prefix(&crate::traces::reports_prefix())
+                .tempdir()
+                .ok()
+        })
+        .flatten();
+    if let Some(reports) = &reports {
+        crate::traces::claim(reports.path(), &output)?;
+    }
     // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
     // free when it creates the file, so that two workloads started together take two):
     // `installed_path` says which file it wrote.
@@ -233,6 +250,9 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
     drop(stop);
+    if let Some(reports) = &reports {
+        crate::traces::withdraw_claim(reports.path());
+    }
     // The file this run's runtime created, if it created one.
     let installed = hrx_capture::installed_path();
     if earlier && installed.as_deref() == Some(output.as_path()) {
@@ -311,10 +331,22 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // written, after the report, and its error comes last: the summary (and `--json`'s line)
     // was missing, though the trace holds what ran.
     let closed = closed.context("the trace is incomplete");
+    // Replaced since its close by another recording's trace (`-o` replaces a closed one):
+    // lost to this run, never summarised as its own, as `record -- PROGRAM` checks its
+    // traces (asked of the first records first, a foreign trace not read whole, then of the
+    // read summary: the file may be replaced between the two).
+    let this_process = vec![std::process::id()];
+    let replaced = |pid: Option<u32>| crate::traces::replaced_by(pid, Some(&this_process));
+    if let Some(other) = replaced(crate::traces::session_pid(&output)) {
+        return Err(replaced_error(&output, other).into());
+    }
     let stats = match crate::info::read(&output) {
         Ok(stats) => stats,
         Err(error) => return Err(closed.err().unwrap_or_else(|| error.into())),
     };
+    if let Some(other) = replaced(stats.session.as_ref().map(|s| s.pid)) {
+        return Err(replaced_error(&output, other).into());
+    }
     let failed = match (&outcome.error, &closed) {
         (Some(error), _) | (None, Err(error)) => {
             Some(crate::failure::one_line(&format!("{error:#}")))
@@ -364,6 +396,21 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
             }))
         }
     }
+}
+
+/// The error of a workload's trace that another process (`other`, whose `SessionStart` it
+/// holds) replaced after this run closed it and before its summary was read: what the file
+/// holds is not this run's (`record -- PROGRAM` says the same of its program's traces).
+fn replaced_error(path: &std::path::Path, other: u32) -> Failure {
+    Failure::new(format!(
+        "the trace {} is lost: this recording (pid {}) wrote and closed it, but another \
+         process (pid {other}) has since replaced it with a trace of its own (another \
+         recording into the same file: `-o` replaces a closed trace), so what the file holds \
+         is not this recording's",
+        path.shown(),
+        std::process::id()
+    ))
+    .hint("give each recording a file of its own (`-o run-%p.hrxt` or `-o run-%n.hrxt`)")
 }
 
 /// What a signal received during `record --workload` makes of its end.

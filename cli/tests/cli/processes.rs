@@ -268,6 +268,61 @@ fn two_recordings_started_together_to_one_name_the_second_is_refused() {
     assert!(!stderr(&recorded).contains("another process"), "{said}");
 }
 
+/// `record --workload` claims its `-o` as `record -- PROGRAM` does: to a name another
+/// `record` claimed and whose program has not opened it yet, it is refused with the same
+/// refusal, and runs no workload (it made no claim: it recorded into the name, and the other
+/// recording took the workload's trace for its own); the other recording goes on. Session 55
+/// left it.
+#[test]
+fn a_workload_is_refused_a_name_another_recording_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "touch ran; while [ ! -e go ]; do sleep 0.01; done";
+    let first = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first_pid = first.id();
+    wait_for(&dir.path().join("ran"));
+    let workload = hrx_trace(dir.path())
+        .args([
+            "record",
+            "--workload",
+            "hazards",
+            "--backend",
+            "sim",
+            "-o",
+            "t.hrxt",
+        ])
+        .output()
+        .unwrap();
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    let first = first.wait_with_output().unwrap();
+    let said = format!(
+        "workload: {}{}\nfirst: {}{}",
+        stdout(&workload),
+        stderr(&workload),
+        stdout(&first),
+        stderr(&first)
+    );
+    assert_eq!(code(&workload), 2, "{said}");
+    assert!(
+        stderr(&workload)
+            .contains("error: cannot write the trace to t.hrxt: another recorder is writing it"),
+        "{said}"
+    );
+    assert!(
+        stderr(&workload).contains(&format!(
+            "`hrx-trace record` (pid {first_pid}) records into it"
+        )),
+        "{said}"
+    );
+    assert!(!stdout(&workload).contains("workload "), "{said}");
+    assert!(!dir.path().join("t.hrxt").exists(), "{said}");
+    assert_eq!(code(&first), 0, "{said}");
+}
+
 /// Waits until `path` exists (made by a process the test started).
 fn wait_for(path: &Path) {
     while !path.exists() {
