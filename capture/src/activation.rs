@@ -425,20 +425,20 @@ fn create_unshared(
     // The process itself, before an exec (the image that ran this program recorded into
     // it: same pid, an earlier session), is no other process.
     let ancestor_wrote = an_ancestor_wrote(&path);
-    let mut why = if ancestor_wrote == Some(true) {
-        "was written by the process this one was forked from"
+    let mut why: std::borrow::Cow<'static, str> = if ancestor_wrote == Some(true) {
+        "was written by the process this one was forked from".into()
     } else if ancestor_wrote == Some(false) {
-        "was not the trace of the process this one was forked from, which recorded beside it"
+        "was not the trace of the process this one was forked from, which recorded beside it".into()
     } else if sibling_wrote && reported_before(&path) {
-        "was written by this same process in an earlier session (before an exec)"
+        "was written by this same process in an earlier session (before an exec)".into()
     } else {
-        "was written by another process of this recording"
+        written_since_start(&path)
     };
     if !sibling_wrote && ancestor_wrote.is_none() {
         match Recorder::create(&path, options.clone()) {
-            Err(e) if taken(&e) => why = "is being written by another process",
+            Err(e) if taken(&e) => why = "is being written by another process".into(),
             Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
-                why = "exists and is not an hrx trace (left as it is)";
+                why = "exists and is not an hrx trace (left as it is)".into();
             }
             other => return other.map(|r| (r, path)),
         }
@@ -451,6 +451,65 @@ fn create_unshared(
         own.shown()
     ));
     Recorder::create(&own, options).map(|r| (r, own))
+}
+
+/// Who wrote the trace at `path` since this recording started ([`TRACE_SESSION_ENV`] says
+/// the file changed), in the words of the note that sends this process to `NAME.PID.EXT`.
+/// The variable alone cannot tell a sibling's trace from one another recording put there
+/// since (`-o` replaces a closed trace: `sh -c 'prog; prog'` whose first trace another
+/// recording replaced between the two read "written by another process of this
+/// recording"). So the pid of the file's `SessionStart` (its first records) is asked of
+/// this recording's reports ([`TRACE_PATHS_ENV`], every process that created a trace here
+/// names it there): one of them, a sibling's; none of them, another recording's. Where
+/// either cannot be read (no reports directory, a file whose start is not readable yet),
+/// the words hold in both cases.
+fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
+    let pid = crate::TraceReader::open(path).ok().and_then(|reader| {
+        reader
+            .filter_map(Result::ok)
+            .take(16)
+            .find_map(|(_, record)| match record {
+                Record::SessionStart(start) => Some(start.pid),
+                _ => None,
+            })
+    });
+    let reporters = std::env::var_os(TRACE_PATHS_ENV)
+        .filter(|d| !d.is_empty())
+        .and_then(|dir| reporters_in(Path::new(&dir), path));
+    match (pid, reporters) {
+        (Some(pid), Some(reporters)) if reporters.contains(&pid) => {
+            format!("was written by another process of this recording (pid {pid})").into()
+        }
+        (Some(pid), Some(_)) => format!(
+            "was written by another recording since this one started (its process, pid \
+             {pid}, is none of this recording's)"
+        )
+        .into(),
+        _ => "was written since this recording started (by another of its processes, or \
+              another recording)"
+            .into(),
+    }
+}
+
+/// The pids of the processes whose reports in `dir` ([`TRACE_PATHS_ENV`]) name `path`;
+/// `None` where `dir` cannot be read.
+fn reporters_in(dir: &Path, path: &Path) -> Option<Vec<u32>> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let entries = std::fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let name = entry.file_name();
+                let name = name.to_str()?;
+                let pid = name.split_once('.').map_or(name, |(pid, _)| pid);
+                let pid = pid.parse::<u32>().ok()?;
+                let bytes = std::fs::read(entry.path()).ok()?;
+                (bytes == path.as_os_str().as_bytes()).then_some(pid)
+            })
+            .collect(),
+    )
 }
 
 /// Tells `hrx-trace record` which file this process records into ([`TRACE_PATHS_ENV`]):

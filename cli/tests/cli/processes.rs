@@ -424,6 +424,50 @@ fn a_trace_another_recording_replaced_is_said_lost_not_summarised_as_this_ones()
     check_traces(dir.path(), &["t.hrxt".to_owned()], &[4]);
 }
 
+/// A process of a recording that finds its trace replaced by another recording since the
+/// recording started (`sh -c 'prog; prog'`, the first trace replaced between the two) records
+/// beside it, as before, and says whose the file is: another recording's, its process's pid
+/// none of this recording's. It said "written by another process of this recording"
+/// (`HRX_TRACE_SESSION` alone: the file changed since the start), as of a sibling's trace
+/// (session 55 left it); a sibling's still reads so, with its pid.
+#[test]
+fn a_trace_another_recording_replaced_is_not_called_a_siblings() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c"])
+        .arg("\"$T\" 2; touch closed; while [ ! -e go ]; do sleep 0.01; done; \"$T\" 1")
+        .env("T", traced())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.path().join("closed"));
+    let other = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--"])
+        .arg(traced())
+        .arg("5")
+        .output()
+        .unwrap();
+    assert_eq!(code(&other), 0, "{}{}", stdout(&other), stderr(&other));
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    let out = running.wait_with_output().unwrap();
+    let err = stderr(&out);
+    let other_pid = started_pid(&other);
+    assert!(
+        err.contains(&format!(
+            "t.hrxt was written by another recording since this one started (its process, pid \
+             {other_pid}, is none of this recording's): this process ("
+        )),
+        "{}{err}",
+        stdout(&out)
+    );
+    assert!(!err.contains("another process of this recording"), "{err}");
+    // The file kept is right, as before: the other recording's trace is untouched.
+    let names = files(dir.path(), "t.");
+    assert_eq!(names.len(), 2, "{names:?}");
+    check_traces(dir.path(), &names, &[5, 1]);
+}
+
 /// A `-o` that is not UTF-8 keeps its bytes, and its `%p` expands (the runtime expanded trace
 /// paths as text, so `record` refused such names).
 #[test]
