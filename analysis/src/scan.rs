@@ -78,6 +78,17 @@ pub const RETIRE_WINDOW: usize = 1 << 16;
 /// Timings kept waiting for their `Submit`; past this, the oldest is counted unplaced.
 pub const PARK_LIMIT: usize = 1 << 18;
 
+/// Explicit producers (`submit_after`) held, all together, by the `Submit`s that wait for
+/// their graph's `Prepared` (8 MiB of them). A `Submit` parked past it holds its latest that
+/// still fit ([`latest_producers`]), none once it is full; the rest are never joined and
+/// are counted in [`ScanSummary::producers_not_parked`]. Without it, a crafted trace whose
+/// `Prepared` comes last made every verb hold 8 bytes per producer of up to [`PARK_LIMIT`]
+/// parked submits, which the file stores in a few bytes that compress well in runs (2^18
+/// submits naming 1000 each: 2 GiB). A real trace parks a few submits for a few
+/// milliseconds. A reader that holds the records itself and needs every producer (replay)
+/// holds them all ([`Joiner::park_every_producer`]).
+pub const PARKED_PRODUCERS_LIMIT: usize = 1 << 20;
+
 /// How a submission or region ended, without its message (what `diff` and `replay`
 /// compare: [`crate::compare::outcomes`]); `ok`, `failed` or `cancelled` in JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -125,6 +136,11 @@ pub struct JoinedSubmission {
     pub ordinal: u64,
     /// Its prepared graph, where that was recorded.
     pub prepared: Option<PreparedRef>,
+    /// Explicit producers its `Submit` named that the joiner did not hold while the `Submit`
+    /// waited for its graph's `Prepared` ([`PARKED_PRODUCERS_LIMIT`], or past a reader's
+    /// own [`Joiner::limit_explicit_producers`]): the `Submit` [`Visitor::submitted`] gets
+    /// lacks them (its latest are kept), and none is joined. 0 for nearly every submission.
+    pub producers_not_held: u32,
 }
 
 /// A region of a joined submission (a region's completion, [`Visitor::region_outcome`]).
@@ -398,6 +414,12 @@ pub struct ScanSummary {
     /// Records whose time span ends before it starts ([`ends_before_start`]: crafted or
     /// damaged times): read as 0 ns long, and counted here so that every verb says so.
     pub ends_before_start: u64,
+    /// Explicit producers (`submit_after`) of `Submit`s read before their graph's `Prepared`
+    /// that the joiner did not hold while they waited, past [`PARKED_PRODUCERS_LIMIT`]:
+    /// never handed to [`Visitor::link`] or [`Visitor::link_before_range`] (a crafted
+    /// trace). Those past a reader's own [`Joiner::limit_explicit_producers`] are not
+    /// counted here: that reader counts them itself.
+    pub producers_not_parked: u64,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
     /// Damage and skipped parts.
@@ -455,8 +477,16 @@ pub struct Joiner {
     /// Outcomes read before their `Submit`, with their record's place in the pass.
     parked_outcomes: IdMap<(RuntimeId, SubmissionIndex), (Outcome, u64)>,
     /// Submits read before their graph's `Prepared`, oldest first (a queue: past
-    /// [`PARK_LIMIT`] each new one lets the oldest in).
-    parked_submits: VecDeque<Submit>,
+    /// [`PARK_LIMIT`] each new one lets the oldest in), each with the explicit producers it
+    /// named that it does not hold ([`JoinedSubmission::producers_not_held`]).
+    parked_submits: VecDeque<(Submit, u32)>,
+    /// The explicit producers `parked_submits` hold, all together (at most
+    /// [`PARKED_PRODUCERS_LIMIT`] unless [`Joiner::park_every_producer`]).
+    parked_producers: usize,
+    /// Explicit producers parked submits did not hold, past [`PARKED_PRODUCERS_LIMIT`].
+    producers_not_parked: u64,
+    /// Whether parked submits hold every producer ([`Joiner::park_every_producer`]).
+    park_every_producer: bool,
     /// How many of `parked_submits` wait for each graph: a `Prepared` nobody waits for
     /// does not walk the queue.
     parked_graphs: IdMap<(RuntimeId, PreparedId), usize>,
@@ -550,6 +580,15 @@ impl Joiner {
         self.explicit_limit = Some(limit);
     }
 
+    /// Holds every explicit producer of a `Submit` that waits for its graph's `Prepared`,
+    /// past [`PARKED_PRODUCERS_LIMIT`]: for a reader that holds the records themselves, so
+    /// that the copies cost it at most what its records do, and that needs every producer
+    /// joined (replay orders a submission after each producer before the trace's range that
+    /// [`Visitor::link_before_range`] hands over, and refuses one it was not handed).
+    pub fn park_every_producer(&mut self) {
+        self.park_every_producer = true;
+    }
+
     /// The index so far.
     pub fn index(&self) -> &Index {
         &self.index
@@ -574,7 +613,7 @@ impl Joiner {
         let waiting = self
             .parked_submits
             .iter()
-            .map(|s| (s.runtime, s.submission))
+            .map(|(s, _)| (s.runtime, s.submission))
             .filter(|key| !self.parked_outcomes.contains_key(key));
         let mut in_flight: Vec<_> = joined.chain(waiting).collect();
         in_flight.sort_unstable();
@@ -613,6 +652,7 @@ impl Joiner {
             unjoined_outputs: self.unjoined_outputs + self.parked_output_count as u64,
             unjoined_outcomes: self.parked_outcomes.len() as u64,
             ends_before_start: self.ends_before_start,
+            producers_not_parked: self.producers_not_parked,
             fatal: self.fatal,
             recovery,
             warnings,
@@ -635,7 +675,7 @@ impl Joiner {
             Record::Submit(s) => {
                 self.submissions += 1;
                 match self.index.find_prepared(s.runtime, s.prepared) {
-                    Some(prepared) => self.enter(s, Some(prepared), visitor),
+                    Some(prepared) => self.enter(s, Some(prepared), 0, visitor),
                     // Its graph was prepared on another thread whose records were written out
                     // later: it waits for the `Prepared`, whose regions its timings need.
                     None => self.park_submit(s.clone(), visitor),
@@ -647,10 +687,11 @@ impl Joiner {
                 let (ready, waiting): (VecDeque<_>, VecDeque<_>) =
                     std::mem::take(&mut self.parked_submits)
                         .into_iter()
-                        .partition(|s| (s.runtime, s.prepared) == (p.runtime, p.prepared));
+                        .partition(|(s, _)| (s.runtime, s.prepared) == (p.runtime, p.prepared));
                 self.parked_submits = waiting;
-                for s in ready {
-                    self.enter(&s, prepared, visitor);
+                for (s, not_held) in ready {
+                    self.parked_producers -= s.producers.len();
+                    self.enter(&s, prepared, not_held, visitor);
                     // A region it started while it waited names its region now.
                     let mut started: Vec<RunningRegion> = self
                         .started
@@ -826,14 +867,21 @@ impl Joiner {
     }
 
     /// Submission `s` of `prepared` is in flight: it joins, then its parked timings,
-    /// outcomes and links.
-    fn enter(&mut self, s: &Submit, prepared: Option<PreparedRef>, visitor: &mut impl Visitor) {
+    /// outcomes and links. `not_held`: producers it named that its parked `s` lacks.
+    fn enter(
+        &mut self,
+        s: &Submit,
+        prepared: Option<PreparedRef>,
+        not_held: u32,
+        visitor: &mut impl Visitor,
+    ) {
         let key = (s.runtime, s.submission);
         let joined = JoinedSubmission {
             runtime: s.runtime,
             submission: s.submission,
             ordinal: self.entered,
             prepared,
+            producers_not_held: not_held,
         };
         self.entered += 1;
         self.live.insert(
@@ -897,19 +945,38 @@ impl Joiner {
     }
 
     /// Parks submit `s` until the `Prepared` of its graph is read; past [`PARK_LIMIT`]
-    /// submits waiting, the oldest enters without its graph.
-    fn park_submit(&mut self, s: Submit, visitor: &mut impl Visitor) {
+    /// submits waiting, the oldest enters without its graph. It holds at most the explicit
+    /// producers the reader joins ([`Joiner::limit_explicit_producers`]) and, all parked
+    /// submits together, [`PARKED_PRODUCERS_LIMIT`]: its latest that fit; the others short
+    /// of the reader's own limit are counted in [`ScanSummary::producers_not_parked`].
+    fn park_submit(&mut self, mut s: Submit, visitor: &mut impl Visitor) {
         if self.parked_submits.len() >= PARK_LIMIT
-            && let Some(oldest) = self.parked_submits.pop_front()
+            && let Some((oldest, not_held)) = self.parked_submits.pop_front()
         {
+            self.parked_producers -= oldest.producers.len();
             self.unpark_graph((oldest.runtime, oldest.prepared));
-            self.enter(&oldest, None, visitor);
+            self.enter(&oldest, None, not_held, visitor);
         }
+        let named = s.producers.len();
+        let joined = named.min(self.explicit_limit.unwrap_or(usize::MAX));
+        let held = if self.park_every_producer {
+            joined
+        } else {
+            joined.min(PARKED_PRODUCERS_LIMIT.saturating_sub(self.parked_producers))
+        };
+        if held < named {
+            s.producers = latest_producers(&s.producers, held);
+            s.producers.shrink_to_fit();
+            self.producers_not_parked += (joined - held) as u64;
+        }
+        debug_assert_eq!(s.producers.len(), held);
+        self.parked_producers += held;
         *self
             .parked_graphs
             .entry((s.runtime, s.prepared))
             .or_default() += 1;
-        self.parked_submits.push_back(s);
+        let not_held = u32::try_from(named - held).unwrap_or(u32::MAX);
+        self.parked_submits.push_back((s, not_held));
     }
 
     /// One submit waiting for `graph` entered.
@@ -1218,8 +1285,9 @@ impl Joiner {
         warnings: Vec<Warning>,
     ) -> ScanSummary {
         self.parked_graphs.clear();
-        for s in std::mem::take(&mut self.parked_submits) {
-            self.enter(&s, None, visitor);
+        self.parked_producers = 0;
+        for (s, not_held) in std::mem::take(&mut self.parked_submits) {
+            self.enter(&s, None, not_held, visitor);
         }
         let parked = std::mem::take(&mut self.parked_timings);
         for (_, node) in parked.into_values().flatten() {
@@ -1261,6 +1329,7 @@ impl Joiner {
             unjoined_outputs: self.unjoined_outputs,
             unjoined_outcomes: self.parked_outcomes.len() as u64,
             ends_before_start: self.ends_before_start,
+            producers_not_parked: self.producers_not_parked,
             recovery,
             warnings,
         }

@@ -30,8 +30,8 @@
 use crate::plan::Sample;
 use hrx_analysis::Index;
 use hrx_analysis::scan::{
-    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, LinkBeforeRange, Outcome,
-    Visitor, scan_records,
+    JoinedEvent, JoinedLink, JoinedRegion, JoinedSpan, JoinedSubmission, Joiner, LinkBeforeRange,
+    Outcome, Visitor,
 };
 use hrx_capture::schema::{self as s, NodeIndex, Record, RuntimeId, SubmissionIndex};
 use std::collections::{BTreeMap, HashMap};
@@ -204,13 +204,25 @@ impl<'t> Visitor for Collect<'_, 't> {
 
 /// Joins `records` (one pass of `hrx_analysis::scan`): every timing, completion, event,
 /// cross wait and explicit producer before the range to its submission and region.
+///
+/// Every explicit producer of a `Submit` read before its graph's `Prepared` is held while it
+/// waits ([`Joiner::park_every_producer`]), past the bound the other readers keep
+/// (`hrx_analysis::scan::PARKED_PRODUCERS_LIMIT`): the plan orders a submission after each
+/// producer before the range that the join hands over and refuses one it was not handed,
+/// so a producer dropped there would refuse a replayable trace. The records are held here
+/// already, so the copies cost at most what they do.
 pub(crate) fn join<'t>(records: &[&'t Record]) -> Joins<'t> {
     let mut collect = Collect {
         records,
         runtimes: BTreeMap::new(),
         ordinals: HashMap::new(),
     };
-    scan_records(records.iter().copied(), &mut collect);
+    let mut joiner = Joiner::new();
+    joiner.park_every_producer();
+    for &record in records {
+        joiner.push(record, &mut collect);
+    }
+    joiner.finish(&mut collect, None, Vec::new());
     Joins {
         runtimes: collect.runtimes,
     }
@@ -380,5 +392,55 @@ mod tests {
         let without = outputs(&records);
         assert_eq!(without.last(), Some(&(1, 101)));
         assert_eq!(without.len(), 10);
+    }
+
+    /// A `Submit` read before its graph's `Prepared` naming more explicit producers before
+    /// the trace's range than the other readers hold while it waits
+    /// (`hrx_analysis::scan::PARKED_PRODUCERS_LIMIT`): replay's join hands over every one,
+    /// so the plan orders the submission after each instead of refusing it for a producer
+    /// it was not handed.
+    #[test]
+    fn a_parked_submit_keeps_every_producer_before_the_range() {
+        let named = hrx_analysis::scan::PARKED_PRODUCERS_LIMIT + 10;
+        let mut records: Vec<Record> = pipeline(PipelineSpec::ops(8))
+            .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 < 1))
+            .collect();
+        let at = records
+            .iter()
+            .position(|r| matches!(r, Record::Submit(_)))
+            .unwrap();
+        records.insert(
+            at,
+            Record::TraceRange(s::TraceRange {
+                runtime: RuntimeId(1),
+                start: SubmissionIndex(1),
+                end: None,
+                trigger: "submissions:1..".into(),
+                trimmed_from: None,
+                time_ns: 0,
+                fault: None,
+            }),
+        );
+        for r in &mut records {
+            if let Record::Submit(submit) = r
+                && submit.submission.0 == 1
+            {
+                submit.producers = vec![SubmissionIndex(0); named];
+            }
+        }
+        // Every `Prepared` last: each `Submit` waits for its graph.
+        let (prepared, mut records): (Vec<_>, Vec<_>) = records
+            .into_iter()
+            .partition(|r| matches!(r, Record::Prepared(_)));
+        records.extend(prepared);
+        let refs: Vec<&Record> = records.iter().collect();
+        let joins = join(&refs);
+        let before = &joins.runtimes[&RuntimeId(1)].producers_before;
+        assert_eq!(before.len(), named);
+        assert!(
+            before
+                .iter()
+                .all(|&p| p == (SubmissionIndex(1), SubmissionIndex(0)))
+        );
     }
 }

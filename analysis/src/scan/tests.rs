@@ -156,7 +156,7 @@ fn more_submits_waiting_than_the_limit_enter_oldest_first_and_keep_their_outcome
     }
     // The 10 oldest entered when the queue was full, in the order read.
     assert_eq!(joiner.entered, 10);
-    let first = joiner.parked_submits.front().unwrap().submission;
+    let first = joiner.parked_submits.front().unwrap().0.submission;
     assert_eq!(first, SubmissionIndex(10));
     let summary = joiner.finish(&mut count, None, Vec::new());
     assert_eq!(count.outcomes, submissions);
@@ -421,6 +421,97 @@ fn a_wait_on_a_producer_before_the_range_is_handed_over_and_a_missing_one_stays_
         (summary.unresolved_waits, summary.waits_before_range),
         (6, 0)
     );
+}
+
+/// What a joiner (`set` up) hands over of `trimmed`'s submissions 5 and 6 naming `five`
+/// and `six` explicit producers before the range, their graph's `Prepared` read last (each
+/// `Submit` parked): the explicit producers handed over, those counted not parked, and each
+/// submission's [`JoinedSubmission::producers_not_held`]. The parked producers stay within
+/// what `bound` says at every record.
+fn parked_producers(
+    set: fn(&mut Joiner),
+    five: usize,
+    six: usize,
+    bound: usize,
+) -> (usize, u64, Vec<(u64, u32)>) {
+    #[derive(Default)]
+    struct Held(Joins, Vec<(u64, u32)>);
+    impl Visitor for Held {
+        fn submitted(&mut self, index: &Index, s: &JoinedSubmission, submit: &Submit) {
+            self.0.submitted(index, s, submit);
+            self.1.push((s.submission.0, s.producers_not_held));
+        }
+        fn link_before_range(&mut self, index: &Index, l: &LinkBeforeRange) {
+            self.0.link_before_range(index, l);
+        }
+    }
+    let first: fn(&mut Vec<Record>, Record) = |records, range| {
+        let at = records
+            .iter()
+            .position(|r| matches!(r, Record::Submit(_)))
+            .unwrap();
+        records.insert(at, range);
+    };
+    let mut records = trimmed(Some(first));
+    for r in &mut records {
+        if let Record::Submit(s) = r {
+            let named = match s.submission.0 {
+                5 => five,
+                6 => six,
+                _ => continue,
+            };
+            s.producers = (0..named).map(|p| SubmissionIndex(p as u64 % 4)).collect();
+        }
+    }
+    let (prepared, mut records): (Vec<_>, Vec<_>) = records
+        .into_iter()
+        .partition(|r| matches!(r, Record::Prepared(_)));
+    records.extend(prepared);
+    let mut joiner = Joiner::new();
+    set(&mut joiner);
+    let mut held = Held::default();
+    for r in &records {
+        joiner.push(r, &mut held);
+        assert!(
+            joiner.parked_producers <= bound,
+            "{}",
+            joiner.parked_producers
+        );
+    }
+    let summary = joiner.finish(&mut held, None, Vec::new());
+    held.1.sort_unstable();
+    // Explicit producers only (submission 4's two waits on 3 are before the range too).
+    let producers = held.0.before_range.iter().filter(|l| !l.2).count();
+    (producers, summary.producers_not_parked, held.1)
+}
+
+/// `Submit`s read before their graph's `Prepared` hold at most [`PARKED_PRODUCERS_LIMIT`]
+/// explicit producers all together while they wait: one parked when the rest is full holds
+/// its latest that fit, and the others are counted ([`ScanSummary::producers_not_parked`],
+/// [`JoinedSubmission::producers_not_held`]), never joined; a reader limiting what it joins
+/// holds no more than its limit, and counts the rest itself (none counted here); a reader
+/// that needs them all (replay) holds them all. Each parked `Submit` held its whole list
+/// (8 bytes a producer, up to [`PARK_LIMIT`] submits: session 55 left it).
+#[test]
+fn parked_submits_hold_at_most_the_limit_of_producers_and_count_the_rest() {
+    let (five, six) = (PARKED_PRODUCERS_LIMIT - 10, 30);
+    let (handed, not_parked, not_held) =
+        parked_producers(|_| {}, five, six, PARKED_PRODUCERS_LIMIT);
+    assert_eq!(handed, PARKED_PRODUCERS_LIMIT);
+    assert_eq!(not_parked, 20);
+    assert_eq!(not_held, [(4, 0), (5, 0), (6, 20), (8, 0), (9, 0)]);
+    let limit: fn(&mut Joiner) = |j| j.limit_explicit_producers(16);
+    let (handed, not_parked, not_held) = parked_producers(limit, five, six, 32);
+    assert_eq!((handed, not_parked), (32, 0));
+    let past = |named: usize| (named - 16) as u32;
+    assert_eq!(
+        not_held,
+        [(4, 0), (5, past(five)), (6, past(six)), (8, 0), (9, 0)]
+    );
+    let all: fn(&mut Joiner) = |j| j.park_every_producer();
+    let (handed, not_parked, not_held) = parked_producers(all, five, six, five + six);
+    assert_eq!((handed, not_parked), (five + six, 0));
+    assert!(not_held.iter().all(|&(_, n)| n == 0), "{not_held:?}");
 }
 
 #[test]

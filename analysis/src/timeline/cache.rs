@@ -68,8 +68,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// `Recovery::newer_records`; 15: at most `EXPLICIT_PRODUCERS_KEPT` explicit producers of a
 /// submission, the rest counted (`Submission::producers_left_out`,
 /// `TraceInfo::explicit_producers_left_out`); 16: a producer named again is one producer
-/// (`crate::scan::latest_producers`), never a place taken from another.
-const FORMAT: u32 = 16;
+/// (`crate::scan::latest_producers`), never a place taken from another; 17: producers a
+/// `Submit` parked for its graph did not hold (`TraceInfo::producers_not_parked`).
+const FORMAT: u32 = 17;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

@@ -113,11 +113,13 @@ impl crate::Visitor for Joins {
             slot: submit.slot,
             time_ns: submit.time_ns,
             producers: crate::scan::latest_producers(&submit.producers, EXPLICIT_PRODUCERS_KEPT),
+            // Those the joiner did not hold while the `Submit` waited for its graph, too.
             left_out: u32::try_from(crate::scan::producers_left_out(
                 &submit.producers,
                 EXPLICIT_PRODUCERS_KEPT,
             ))
-            .unwrap_or(u32::MAX),
+            .unwrap_or(u32::MAX)
+            .saturating_add(submission.producers_not_held),
             regions: submission
                 .prepared
                 .map_or(0, |p| index.prepared()[p.get()].regions.len() as u32),
@@ -445,6 +447,7 @@ impl ModelBuilder {
     pub(super) fn take_stats(&mut self, summary: &ScanSummary) -> crate::Stats {
         self.model.info.unplaced_timings += summary.unplaced_timings;
         self.model.info.unresolved_waits += summary.unresolved_waits;
+        self.model.info.producers_not_parked += summary.producers_not_parked;
         self.model.info.timing_lost += summary.timing_lost.len() as u64;
         std::mem::take(&mut self.joins.stats).finish(summary)
     }

@@ -436,6 +436,7 @@ impl LiveBuilder {
         model.range = time_range(model);
         model.info.unplaced_timings = summary.unplaced_timings;
         model.info.unresolved_waits = summary.unresolved_waits;
+        model.info.producers_not_parked = summary.producers_not_parked;
         model.info.timing_lost = summary.timing_lost.len() as u64;
         model.stats = stats;
         model.first_failure = hazards::first_failure(model, &keys);

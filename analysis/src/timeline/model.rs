@@ -324,6 +324,11 @@ pub struct TraceInfo {
     /// `Submit`, all `Submit`s together: the model keeps no edge for them.
     #[serde(default)]
     pub explicit_producers_left_out: u64,
+    /// Explicit producers of `Submit`s read before their graph's `Prepared` that the joiner
+    /// did not hold while they waited ([`crate::scan::ScanSummary::producers_not_parked`],
+    /// past [`crate::scan::PARKED_PRODUCERS_LIMIT`]): not linked either.
+    #[serde(default)]
+    pub producers_not_parked: u64,
 }
 
 /// Ranges [`TraceInfo::ranges`] keeps: a trace opening a range per submission keeps the

@@ -783,6 +783,19 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
             ),
         ));
     }
+    // Producers of submits that waited for their graph's `Prepared`, past what the joiner
+    // holds of them (a crafted trace: `hrx_analysis::scan::PARKED_PRODUCERS_LIMIT`).
+    if info.producers_not_parked > 0 {
+        lines.push(field(
+            "not held",
+            format!(
+                "{} of submits read before their graph was prepared, past the {} the reader \
+                 holds while they wait: not linked",
+                units::plural(info.producers_not_parked, "submit_after producer"),
+                hrx_analysis::scan::PARKED_PRODUCERS_LIMIT
+            ),
+        ));
+    }
     if info.timing_lost > 0 {
         lines.push(field(
             "timing lost",
