@@ -55,8 +55,8 @@ pub use lanes::{BLOCK_SPANS, Block, Lane, Span, SpanStatus, TimeWindow};
 pub use live::{LiveBuilder, Publish};
 pub use model::{
     EXPLICIT_PRODUCERS_KEPT, Event, EventId, EventKind, LabelRef, LaneRef, Model, PreparedInfo,
-    PreparedRef, RegionInfo, RegionKey, RegionRef, SpanRef, SubId, Submission, TraceInfo, count_in,
-    gpu_lane_queue,
+    PreparedRef, RegionInfo, RegionKey, RegionRef, RunningNotDrawn, SpanRef, SubId, Submission,
+    TraceInfo, count_in, gpu_lane_queue,
 };
 pub use ops::{OpClock, OpSpan};
 pub use overview::{LoadProgress, Overview, OverviewLane, OverviewMove, OverviewWindow};

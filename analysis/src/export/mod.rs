@@ -70,7 +70,10 @@
 //!   when the trace ends`, as the timeline draws it: its length is not a duration. Of a
 //!   trace a recorder still writes, it is `LABEL (running now)`, `state` `running now
 //!   (being recorded now: its end is not written yet)`, as `stats` says it
-//!   ([`crate::running_state`]). A region
+//!   ([`crate::running_state`]). One whose submission's `Submit` the trace lacks (a cut
+//!   trace whose end lies before it: its graph, queue and label unknown) is such a slice on
+//!   its runtime's `Queue unknown` track, named as `stats` names it (`submission 7, region 0
+//!   (running at end)`), its `queue` argument saying why. A region
 //!   whose timing or completion a lossy recording dropped ([`ScanSummary::timing_lost`]) is
 //!   no hang and gets no slice: a `timing lost (records dropped)` mark at its start on the
 //!   `Recorder` track, with its submission, region, label and queue
@@ -147,8 +150,16 @@ const EVENTS_SLOT: usize = QUEUES.len();
 /// Track slot of the `Recorder` track, after the `Events` track.
 const RECORDER_SLOT: usize = EVENTS_SLOT + 1;
 
-/// Track slots: the queues', `Events`, `Recorder`.
-const SLOTS: usize = RECORDER_SLOT + 1;
+/// Track slot of the `Queue unknown` track, after the `Recorder` track: a region still
+/// running at the trace's end whose submission's `Submit` the trace lacks (a cut trace), so
+/// that its queue is unknown ([`UNKNOWN_QUEUE`]).
+const UNKNOWN_QUEUE_SLOT: usize = RECORDER_SLOT + 1;
+
+/// Track slots: the queues', `Events`, `Recorder`, `Queue unknown`.
+const SLOTS: usize = UNKNOWN_QUEUE_SLOT + 1;
+
+/// The `queue` argument of a region whose submission's `Submit` the trace lacks.
+const UNKNOWN_QUEUE: &str = "unknown: its submission's Submit is not in the trace";
 
 /// The "runtime" of the process's own marks (`host loaded`, `records lost`, a recorder wait
 /// of no runtime): no runtime has id 0, so these go on a track of the process,
@@ -1006,6 +1017,7 @@ impl<S: Sink> Out<S> {
             name: match QUEUES.get(slot) {
                 Some(&q) => queue_name(q),
                 None if slot == EVENTS_SLOT => "Events",
+                None if slot == UNKNOWN_QUEUE_SLOT => "Queue unknown",
                 None if process_level => PROCESS_RECORDER,
                 None => "Recorder",
             },
@@ -1223,7 +1235,10 @@ impl<S: Sink> Pass<S> {
 
     fn at_the_end(&mut self, index: &Index, running: &[RunningRegion], live: bool) {
         for r in running {
-            let Some(region) = r.region_ref else { continue };
+            let Some(region) = r.region_ref else {
+                self.running_unknown(index, r, live);
+                continue;
+            };
             let info = index.region(region);
             let span = JoinedSpan {
                 runtime: r.runtime,
@@ -1253,6 +1268,33 @@ impl<S: Sink> Pass<S> {
         for f in std::mem::take(&mut self.fatal) {
             self.out.instant(fatal_instant(&f, first));
         }
+    }
+
+    /// The slice of a region still running at the trace's end whose submission's `Submit`
+    /// the trace lacks (a cut trace): its graph, queue and label are unknown, so it goes on
+    /// its runtime's `Queue unknown` track, named as `stats` names it (`submission 7, region
+    /// 0 (running at end)`). It was dropped, `stats` alone naming it.
+    fn running_unknown(&mut self, index: &Index, r: &RunningRegion, live: bool) {
+        let mut args = started_region_args(index, r);
+        args.push(("state", Arg::Str(Cow::Owned(crate::running_state(live)))));
+        let name = format!(
+            "submission {}, region {} ({})",
+            r.submission,
+            r.region.0,
+            crate::running_mark(live)
+        );
+        self.out.slice(Slice {
+            runtime: r.runtime,
+            place: Place::default(),
+            slot: UNKNOWN_QUEUE_SLOT,
+            name: &name,
+            category: "region",
+            start_ns: r.start_ns,
+            end_ns: self.end_ns.max(r.start_ns),
+            args,
+            flows_out: &[],
+            flows_in: &[],
+        });
     }
 }
 
@@ -1842,6 +1884,8 @@ pub(crate) fn started_region_args(
         }
         let queue = queue_name(index.region(region).queue);
         args.push(("queue", Arg::Str(Cow::Borrowed(queue))));
+    } else {
+        args.push(("queue", Arg::Str(Cow::Borrowed(UNKNOWN_QUEUE))));
     }
     args
 }

@@ -842,6 +842,79 @@ fn crashed_pipeline() -> (Vec<Record>, u64, u64) {
     (records, start_ns, end_ns)
 }
 
+/// A region running at the end whose `Submit` lies past the cut (the trace ends before the
+/// submitting thread's records): a slice to the trace's end on its runtime's `Queue
+/// unknown` track, named as `stats` names it, its `queue` saying why, in both formats. It
+/// was dropped: its queue and label come from its submission's graph, which the trace does
+/// not name (`stats` alone listed it).
+#[test]
+fn a_region_running_past_a_cut_is_a_slice_on_a_queue_unknown_track() {
+    let (mut records, start_ns, _) = crashed_pipeline();
+    let last = records
+        .iter()
+        .rposition(|r| matches!(r, Record::Submit(_)))
+        .unwrap();
+    let Record::Submit(submit) = records.remove(last) else {
+        unreachable!()
+    };
+    records.retain(|r| !matches!(r, Record::FatalSignal(_)));
+    let end_ns = records
+        .iter()
+        .filter_map(crate::dump::host_time_ns)
+        .max()
+        .unwrap();
+    let name = format!(
+        "submission {}, region 0 (running at end)",
+        submit.submission
+    );
+    let (out, counts) = export(&records, Format::Chrome);
+    let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let running: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().ends_with(" (running at end)"))
+        .collect();
+    assert_eq!(running.len(), 1, "{running:?}");
+    let slice = running[0];
+    assert_eq!(slice["name"], name.as_str());
+    assert_eq!(slice["ts"].as_f64().unwrap(), start_ns as f64 / 1000.0);
+    assert_eq!(
+        slice["dur"].as_f64().unwrap(),
+        (end_ns - start_ns) as f64 / 1000.0
+    );
+    assert_eq!(slice["args"]["state"], "still running when the trace ends");
+    assert_eq!(slice["args"]["submission"], submit.submission.0);
+    assert_eq!(
+        slice["args"]["queue"],
+        "unknown: its submission's Submit is not in the trace"
+    );
+    let track = events
+        .iter()
+        .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == slice["tid"])
+        .unwrap_or_else(|| panic!("no track named for {slice}"));
+    assert!(
+        track["args"]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("Queue unknown"),
+        "{track}"
+    );
+    let slices = events.iter().filter(|e| e["ph"] == "X").count();
+    assert_eq!(slices as u64, counts.slices);
+
+    let (out, _) = export(&records, Format::Perfetto);
+    let packets = packets(&out);
+    let begins: Vec<u64> = packets
+        .iter()
+        .filter_map(|p| {
+            let e = p.track_event.as_ref()?;
+            (e.r#type == Some(1) && e.name.as_deref() == Some(name.as_str()))
+                .then_some(p.timestamp?)
+        })
+        .collect();
+    assert_eq!(begins, [start_ns]);
+}
+
 /// The region a crash was in is a slice to the trace's end, labelled, and the signal an
 /// instant, in both formats (export dropped both).
 #[test]

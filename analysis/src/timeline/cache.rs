@@ -69,8 +69,9 @@ pub const DEFAULT_MIN_BYTES: u64 = 32 << 20;
 /// submission, the rest counted (`Submission::producers_left_out`,
 /// `TraceInfo::explicit_producers_left_out`); 16: a producer named again is one producer
 /// (`crate::scan::latest_producers`), never a place taken from another; 17: producers a
-/// `Submit` parked for its graph did not hold (`TraceInfo::producers_not_parked`).
-const FORMAT: u32 = 17;
+/// `Submit` parked for its graph did not hold (`TraceInfo::producers_not_parked`); 18:
+/// regions running at the end that no lane draws (`TraceInfo::running_not_drawn`).
+const FORMAT: u32 = 18;
 
 /// The most entries eviction leaves (see the module docs).
 pub const MAX_ENTRIES: usize = 8;

@@ -314,6 +314,27 @@ pub fn fan_in(n: u64) -> Fixture {
     f
 }
 
+/// Three submissions of [`three_stage`] that ran, then region 1 of a fourth, started at
+/// 350 ns, whose `Submit` the trace lacks (a trace cut before it, its submitting thread's
+/// records written after the cut): running at the end, its queue unknown.
+pub fn running_past_the_cut() -> Fixture {
+    let mut f = three_stage();
+    for s in 0..3 {
+        let t = 100 * s;
+        f.submit(1, s, &[], t)
+            .ran(s, 0, t + 1, t + 2)
+            .ran(s, 1, t + 3, t + 4)
+            .ran(s, 2, t + 5, t + 6);
+    }
+    f.push(RegionStarted {
+        runtime: RT,
+        submission: SubmissionIndex(3),
+        region: RegionIndex(1),
+        time_ns: 350,
+    });
+    f
+}
+
 /// Every table of the two models is the same.
 pub fn assert_same(a: &Model, b: &Model) {
     assert_eq!(a.lanes.len(), b.lanes.len());

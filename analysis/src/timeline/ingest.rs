@@ -448,6 +448,7 @@ impl ModelBuilder {
         self.model.info.unplaced_timings += summary.unplaced_timings;
         self.model.info.unresolved_waits += summary.unresolved_waits;
         self.model.info.producers_not_parked += summary.producers_not_parked;
+        self.model.info.running_not_drawn = super::RunningNotDrawn::of(&summary.running);
         self.model.info.timing_lost += summary.timing_lost.len() as u64;
         std::mem::take(&mut self.joins.stats).finish(summary)
     }

@@ -437,6 +437,7 @@ impl LiveBuilder {
         model.info.unplaced_timings = summary.unplaced_timings;
         model.info.unresolved_waits = summary.unresolved_waits;
         model.info.producers_not_parked = summary.producers_not_parked;
+        model.info.running_not_drawn = super::RunningNotDrawn::of(&summary.running);
         model.info.timing_lost = summary.timing_lost.len() as u64;
         model.stats = stats;
         model.first_failure = hazards::first_failure(model, &keys);

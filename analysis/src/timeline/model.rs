@@ -329,6 +329,42 @@ pub struct TraceInfo {
     /// past [`crate::scan::PARKED_PRODUCERS_LIMIT`]): not linked either.
     #[serde(default)]
     pub producers_not_parked: u64,
+    /// Regions still running where the trace ends that no lane can draw: their
+    /// submission's `Submit` is not in the trace (a cut trace whose end lies before it), so
+    /// their graph, queue and label are unknown. `stats` lists them in the same words.
+    #[serde(default)]
+    pub running_not_drawn: Vec<RunningNotDrawn>,
+}
+
+/// A region still running where the trace ends that the timeline cannot draw
+/// ([`TraceInfo::running_not_drawn`]): what `stats` says of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningNotDrawn {
+    /// Its runtime.
+    pub runtime: u32,
+    /// Its submission, whose `Submit` the trace lacks.
+    pub submission: u64,
+    /// Its region within the submission's graph.
+    pub region: u32,
+    /// When it started, ns since the session start.
+    pub start_ns: u64,
+}
+
+impl RunningNotDrawn {
+    /// The regions of `running` ([`crate::ScanSummary::running`]) that joined no
+    /// submission of the trace: no lane draws them.
+    pub fn of(running: &[crate::RunningRegion]) -> Vec<RunningNotDrawn> {
+        running
+            .iter()
+            .filter(|r| r.ordinal.is_none() || r.region_ref.is_none())
+            .map(|r| RunningNotDrawn {
+                runtime: r.runtime.0,
+                submission: r.submission.0,
+                region: r.region.0,
+                start_ns: r.start_ns,
+            })
+            .collect()
+    }
 }
 
 /// Ranges [`TraceInfo::ranges`] keeps: a trace opening a range per submission keeps the

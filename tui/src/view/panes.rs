@@ -805,6 +805,31 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
             ),
         ));
     }
+    // Running at the end but on no lane: its `Submit` is not in the trace (a cut trace),
+    // so its graph and queue are unknown. In `stats`' words, the first few.
+    let not_drawn = &info.running_not_drawn;
+    for r in not_drawn.iter().take(3) {
+        lines.push(field(
+            "running",
+            format!(
+                "submission {}, region {}: started at {}, {}; not drawn: its Submit is not \
+                 in the trace (queue unknown)",
+                r.submission,
+                r.region,
+                units::time(r.start_ns),
+                hrx_analysis::running_state(state.recording_now())
+            ),
+        ));
+    }
+    if not_drawn.len() > 3 {
+        lines.push(field(
+            "running",
+            format!(
+                "+{} more not drawn (see `hrx-trace stats`)",
+                not_drawn.len() - 3
+            ),
+        ));
+    }
     match model.first_failure() {
         None => lines.push(field("failures", "none")),
         Some(f) => {

@@ -160,6 +160,22 @@ fn hazards_of_the_selection() {
     insta::assert_snapshot!(terminal(&model, &state).backend());
 }
 
+/// A region running at the end whose `Submit` the trace lacks (a cut trace) is on no lane:
+/// the Trace pane names it in `stats`' words and says why it is not drawn (it said nothing,
+/// `stats` alone named it).
+#[test]
+fn a_running_region_no_lane_can_draw_is_named() {
+    use hrx_analysis::timeline::fixtures::running_past_the_cut;
+    let model = running_past_the_cut().model();
+    let state = ViewState::new(&model, 120, 40);
+    let trace = terminal(&model, &state).backend().to_string();
+    assert!(
+        trace.contains("running     submission 3, region 1: started at"),
+        "{trace}"
+    );
+    assert!(trace.contains("not drawn"), "{trace}");
+}
+
 /// A submission that named more explicit producers than the model keeps: the Trace pane
 /// counts them, its details and hazards list say how many are not kept, and a producer's
 /// that its consumers may be more than listed.

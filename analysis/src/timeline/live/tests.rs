@@ -444,6 +444,28 @@ fn a_submit_naming_more_producers_than_kept() {
     assert_eq!(model.explicit_producers.len() as u64, kept);
 }
 
+/// A region running at the end whose `Submit` the trace lacks is on no lane, and the model
+/// names it (`TraceInfo::running_not_drawn`) for the Trace pane, in every publish and in a
+/// whole read alike; it was dropped, `stats` alone naming it.
+#[test]
+fn a_running_region_whose_submit_is_past_the_cut_is_named_not_drawn() {
+    let f = crate::timeline::fixtures::running_past_the_cut();
+    let expected = [crate::timeline::RunningNotDrawn {
+        runtime: crate::timeline::fixtures::RT.0,
+        submission: 3,
+        region: 1,
+        start_ns: 350,
+    }];
+    let whole = f.model();
+    assert_eq!(whole.info().running_not_drawn, expected);
+    assert_eq!(whole.lanes.iter().map(|l| l.len()).sum::<usize>(), 9);
+    let mut live = LiveBuilder::new();
+    for r in &f.records {
+        live.push(r);
+    }
+    assert_eq!(live.publish().info().running_not_drawn, expected);
+}
+
 /// Submits whose graph's `Prepared` is read later enter at each publish's end without their
 /// graph (as a whole read of the same records has them), and with it once it is read.
 #[test]
