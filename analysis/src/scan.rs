@@ -959,23 +959,28 @@ impl Joiner {
         }
         let named = s.producers.len();
         let joined = named.min(self.explicit_limit.unwrap_or(usize::MAX));
-        let held = if self.park_every_producer {
+        let room = if self.park_every_producer {
             joined
         } else {
             joined.min(PARKED_PRODUCERS_LIMIT.saturating_sub(self.parked_producers))
         };
-        if held < named {
-            s.producers = latest_producers(&s.producers, held);
+        // Counted as every reader counts them: distinct producers (a repeat is none).
+        let mut not_held = 0;
+        if room < named {
+            not_held = producers_left_out(&s.producers, room);
+            // Those past the reader's own limit it would have left out anyway.
+            let past_limit = producers_left_out(&s.producers, joined);
+            s.producers = latest_producers(&s.producers, room);
             s.producers.shrink_to_fit();
-            self.producers_not_parked += (joined - held) as u64;
+            self.producers_not_parked += not_held.saturating_sub(past_limit) as u64;
         }
-        debug_assert_eq!(s.producers.len(), held);
-        self.parked_producers += held;
+        debug_assert!(room >= named || s.producers.len() <= room);
+        self.parked_producers += s.producers.len();
         *self
             .parked_graphs
             .entry((s.runtime, s.prepared))
             .or_default() += 1;
-        let not_held = u32::try_from(named - held).unwrap_or(u32::MAX);
+        let not_held = u32::try_from(not_held).unwrap_or(u32::MAX);
         self.parked_submits.push_back((s, not_held));
     }
 
