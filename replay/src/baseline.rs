@@ -225,6 +225,10 @@ pub struct BaselineMatch {
     /// How far its runs' medians lie apart ([`BaselineRow::between_runs`]): a floor a
     /// slowdown must pass, as the replay's own spread is.
     pub between_runs: f64,
+    /// Why it is not slow against the baseline though its interval lies wholly past
+    /// `--max-slowdown`: the replay's own run-to-run change, [`BaselineMatch::between_runs`]
+    /// or the timing floor, with the figure that decided ([`crate::NotSlow`]).
+    pub not_slow: Option<crate::NotSlow>,
 }
 
 /// The largest baseline read: a baseline holds a few hundred bytes a row.
@@ -725,6 +729,14 @@ impl Baseline {
                 too_few: judged.too_few,
                 runs: row.runs.len().max(1),
                 between_runs,
+                not_slow: crate::compare::not_slow(
+                    &judged,
+                    (Some(row.replayed), Some(replayed)),
+                    spread,
+                    between_runs,
+                    options,
+                    clock,
+                ),
             })
         };
         for t in &mut report.timing {
@@ -855,6 +867,7 @@ impl Baseline {
         }
         let mut cleared = Vec::new();
         let mut floor = |regression: &mut bool,
+                         not_slow: &mut Option<crate::NotSlow>,
                          interval: Option<(f64, f64)>,
                          m: Option<BaselineMatch>,
                          label: &str| {
@@ -864,6 +877,10 @@ impl Baseline {
                 && !hrx_analysis::compare::past_ratio(low, max, m.between_runs)
             {
                 *regression = false;
+                // Said at the row too, as the rules that judge are.
+                *not_slow = Some(crate::NotSlow::BaselineRuns {
+                    ratio: m.between_runs,
+                });
                 cleared.push(format!(
                     "{label} ({} within {})",
                     hrx_analysis::units::ratio(low),
@@ -872,10 +889,22 @@ impl Baseline {
             }
         };
         for t in &mut report.timing {
-            floor(&mut t.regression, t.interval, t.baseline, &t.label);
+            floor(
+                &mut t.regression,
+                &mut t.not_slow,
+                t.interval,
+                t.baseline,
+                &t.label,
+            );
         }
         for t in &mut report.op_timing {
-            floor(&mut t.regression, t.interval, t.baseline, &t.label);
+            floor(
+                &mut t.regression,
+                &mut t.not_slow,
+                t.interval,
+                t.baseline,
+                &t.label,
+            );
         }
         if cleared.is_empty() {
             return;

@@ -225,6 +225,36 @@ pub(crate) fn judge(
     )
 }
 
+/// Why a row [`judge`]d not slow is not, though its interval lies wholly past
+/// `--max-slowdown` ([`NotSlow::of`]): `run_to_run` the replay's own change, `between_runs`
+/// a baseline row's floor (1 against the capture).
+pub(crate) fn not_slow(
+    judged: &hrx_analysis::compare::TimingMatch,
+    (base, new): (Option<Durations>, Option<Durations>),
+    run_to_run: f64,
+    between_runs: f64,
+    options: &ReplayOptions,
+    clock: Clock,
+) -> Option<crate::report::NotSlow> {
+    if judged.slow || judged.too_few || judged.too_spread {
+        return None;
+    }
+    let grew = new?.median_ns.saturating_sub(base?.median_ns);
+    crate::report::NotSlow::of(
+        options.max_slowdown,
+        judged.interval,
+        // As the judgement took it: 1 where not measured.
+        if run_to_run.is_finite() {
+            run_to_run.max(1.0)
+        } else {
+            1.0
+        },
+        between_runs,
+        grew,
+        options.floor(clock).as_nanos() as u64,
+    )
+}
+
 /// Samples on `clock`.
 fn values<'a>(samples: &'a [&Sample], clock: Clock) -> impl Iterator<Item = u64> + 'a {
     samples.iter().map(move |s| match clock {
@@ -832,6 +862,7 @@ pub(crate) fn report(
                 too_few: judged.too_few,
                 too_spread: judged.too_spread,
                 regression: judged.slow,
+                not_slow: not_slow(&judged, (c, r), judged.spread, 1.0, options, clock),
                 baseline: None,
             });
         }
@@ -888,6 +919,7 @@ pub(crate) fn report(
                 too_few: judged.too_few,
                 too_spread: judged.too_spread,
                 regression: judged.slow,
+                not_slow: not_slow(&judged, (c, r), judged.spread, 1.0, options, clock),
                 baseline: None,
             });
         }

@@ -96,9 +96,9 @@ pub use group::{Grouper, MAX_GROUPS, SubmissionGroup};
 pub use options::{DEFAULT_CHUNK_SUBMISSIONS, Progress, ReplayOptions};
 pub use report::{
     CLOCKS_DIFFER, Clock, ClockReading, Divergence, DivergenceKind, Durations, GpuClocksAround,
-    HostLoad, InjectedSlowdown, OpTimingRow, Outcome, OutputCheck, OutputResult, RegionTimingRow,
-    ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Summary, TraceInfo, Verdict,
-    format_ns,
+    HostLoad, InjectedSlowdown, NotSlow, OpTimingRow, Outcome, OutputCheck, OutputResult,
+    RegionTimingRow, ReplayInfo, Report, RuntimeInfo, SubmissionRow, SubstitutionRow, Summary,
+    TraceInfo, Verdict, format_ns,
 };
 pub use stream::MAX_LISTED;
 

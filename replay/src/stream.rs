@@ -459,6 +459,14 @@ impl Fold<'_> {
                     too_few: judged.too_few,
                     too_spread: judged.too_spread,
                     regression: judged.slow,
+                    not_slow: compare::not_slow(
+                        &judged,
+                        (captured, replayed),
+                        judged.spread,
+                        1.0,
+                        self.options,
+                        clock,
+                    ),
                     baseline: None,
                 }
             })

@@ -500,8 +500,11 @@ pub struct RegionTimingRow {
     /// A confidence interval of that ratio (at least 95%); `None` with fewer than 7 samples
     /// on a side.
     pub interval: Option<(f64, f64)>,
-    /// The replay's own run-to-run spread ([`hrx_analysis::compare::spread`]), a floor of
-    /// the ratio a regression must pass.
+    /// The replay's own run-to-run change ([`hrx_analysis::compare::spread`]: its first half
+    /// of repeats' median against its second's), a floor of the ratio a regression must
+    /// pass. In JSON `run_to_run`, and under its older name `spread` too (not the text
+    /// report's p10..p90).
+    #[serde(flatten, serialize_with = "run_to_run")]
     pub spread: f64,
     /// Not judged, for too few samples (with `max_slowdown` set).
     pub too_few: bool,
@@ -512,9 +515,98 @@ pub struct RegionTimingRow {
     /// interval past `max_slowdown` and the spread, medians apart by more than the noise
     /// floor).
     pub regression: bool,
+    /// Why it is not slow though its interval lies wholly past `max_slowdown`: the rule
+    /// that cleared it, with its deciding figure ([`NotSlow`]); `None` otherwise.
+    pub not_slow: Option<NotSlow>,
     /// Judged against a baseline ([`crate::Baseline::judge`]), where one was given and has
     /// this row.
     pub baseline: Option<crate::baseline::BaselineMatch>,
+}
+
+/// The replay's own run-to-run change, as JSON names it (`run_to_run`) and as it was named
+/// before (`spread`, kept so that a script reading it still does; the text report's
+/// `p10..p90` column is another figure).
+fn run_to_run<S: serde::Serializer>(ratio: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(2))?;
+    map.serialize_entry("run_to_run", ratio)?;
+    map.serialize_entry("spread", ratio)?;
+    map.end()
+}
+
+/// Why a timing row whose ratio's interval lies wholly past `--max-slowdown` is not slow:
+/// the rule that cleared it and the figure that decided, said at the row in the text
+/// (`not slow: within the replay's own 2.38x run-to-run change`) and in JSON (`"not_slow":
+/// {"rule": "run_to_run", "ratio": 2.38}`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "rule")]
+pub enum NotSlow {
+    /// The interval's low end lies within the replay's own run-to-run change (`ratio`: its
+    /// first half of repeats' median against its second's): two halves of the same replay
+    /// differed by as much.
+    RunToRun {
+        /// The replay's run-to-run change.
+        ratio: f64,
+    },
+    /// The interval's low end lies within how far a baseline's runs' medians lay apart
+    /// (`ratio`, [`crate::BaselineRow::between_runs`]): known-good replays moved as much
+    /// from one process to the next.
+    BaselineRuns {
+        /// The largest over the smallest of the baseline row's run medians.
+        ratio: f64,
+    },
+    /// The medians grew by no more than the timing floor of the row's clock (`floor_ns`).
+    TimingFloor {
+        /// The floor of the row's clock ([`crate::ReplayOptions::floor`]: 100 µs on host
+        /// time, 0.5 µs on device time by default).
+        floor_ns: u64,
+    },
+}
+
+impl NotSlow {
+    /// Why a row is not slow, if its interval's low end (`interval`) lies past `max` but
+    /// the rule cleared it: within the replay's own `run_to_run` change, within a
+    /// baseline's `between_runs` floor (1 without one), or its median grew by `grew_ns`,
+    /// no more than `floor_ns`. `None` where the interval does not lie past `max` (or
+    /// nothing cleared it: the row is slow).
+    pub fn of(
+        max: Option<f64>,
+        interval: Option<(f64, f64)>,
+        run_to_run: f64,
+        between_runs: f64,
+        grew_ns: u64,
+        floor_ns: u64,
+    ) -> Option<NotSlow> {
+        let (max, (low, _)) = (max?, interval?);
+        if low <= max {
+            return None;
+        }
+        if !hrx_analysis::compare::past_ratio(low, max, run_to_run) {
+            return Some(NotSlow::RunToRun { ratio: run_to_run });
+        }
+        if !hrx_analysis::compare::past_ratio(low, max, between_runs) {
+            return Some(NotSlow::BaselineRuns {
+                ratio: between_runs,
+            });
+        }
+        (grew_ns <= floor_ns).then_some(NotSlow::TimingFloor { floor_ns })
+    }
+
+    /// The reason as the text report says it after `not slow: `.
+    pub fn describe(&self) -> String {
+        use hrx_analysis::units::ratio;
+        match *self {
+            NotSlow::RunToRun { ratio: r } => {
+                format!("within the replay's own {} run-to-run change", ratio(r))
+            }
+            NotSlow::BaselineRuns { ratio: r } => {
+                format!("within the {} the baseline's runs lay apart", ratio(r))
+            }
+            NotSlow::TimingFloor { floor_ns } => {
+                format!("grew under the {} floor", format_ns(floor_ns))
+            }
+        }
+    }
 }
 
 /// Time of one operation (`per_op`), pooled over the prepared graphs that compute the same
@@ -543,7 +635,9 @@ pub struct OpTimingRow {
     pub ratio: Option<f64>,
     /// A confidence interval of that ratio ([`RegionTimingRow::interval`]).
     pub interval: Option<(f64, f64)>,
-    /// The replay's own run-to-run spread ([`RegionTimingRow::spread`]).
+    /// The replay's own run-to-run change ([`RegionTimingRow::spread`]; JSON `run_to_run`
+    /// and `spread`).
+    #[serde(flatten, serialize_with = "run_to_run")]
     pub spread: f64,
     /// Not judged, for too few samples ([`RegionTimingRow::too_few`]).
     pub too_few: bool,
@@ -551,6 +645,8 @@ pub struct OpTimingRow {
     pub too_spread: bool,
     /// Whether this is a timing regression.
     pub regression: bool,
+    /// Why it is not slow though past `max_slowdown` ([`RegionTimingRow::not_slow`]).
+    pub not_slow: Option<NotSlow>,
     /// Judged against a baseline ([`RegionTimingRow::baseline`]).
     pub baseline: Option<crate::baseline::BaselineMatch>,
 }

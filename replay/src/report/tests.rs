@@ -1,6 +1,6 @@
 //! Tests of the report: its numbers and its text.
 
-use super::text::{NotSlow, timing_cells, tolerance_text};
+use super::text::{timing_cells, tolerance_text};
 use super::*;
 
 #[test]
@@ -73,7 +73,7 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
         None,
         (Some(1.16), Some((1.15, 1.18)), false, false),
         Clock::Host,
-        Some(NotSlow::UnderFloor(100_000)),
+        Some(NotSlow::TimingFloor { floor_ns: 100_000 }),
     );
     assert_eq!(under[6], "not slow: grew under the 100 µs floor");
     // Past the ratio but inside the replay's own run-to-run change: that change is said, so
@@ -85,7 +85,7 @@ fn a_ratio_reads_with_its_interval_and_an_unjudged_row_says_why() {
         None,
         (Some(2.78), Some((1.97, 3.32)), false, false),
         Clock::Device,
-        Some(NotSlow::WithinSpread(2.1)),
+        Some(NotSlow::RunToRun { ratio: 2.1 }),
     );
     assert_eq!(
         within[6],
@@ -1081,6 +1081,7 @@ fn a_baselines_header_names_its_widest_floor_and_the_typical_one() {
             too_few: false,
             runs: 5,
             between_runs,
+            not_slow: None,
         });
         report.timing.push(row);
     }
@@ -1096,5 +1097,125 @@ fn a_baselines_header_names_its_widest_floor_and_the_typical_one() {
             hrx_analysis::units::ratio(1.38)
         )),
         "{header}"
+    );
+}
+
+/// A row against the baseline whose interval lies wholly past --max-slowdown but which a
+/// rule cleared says which at the row, with the figure that decided, as the capture's rows
+/// do; and JSON carries it (`not_slow`) and the replay's run-to-run change under a clear
+/// name (`run_to_run`) beside its older one (`spread`). A fresh user's doubled kernel read
+/// `3.45x [2.06x..4.94x]` at 1.5, not SLOW, exit 0, and nothing said why.
+#[test]
+fn a_row_past_the_max_slowdown_a_rule_cleared_against_the_baseline_says_why() {
+    let options = crate::ReplayOptions {
+        max_slowdown: Some(1.5),
+        ..Default::default()
+    };
+    let mark = |report: &Report| {
+        let text = report.to_text();
+        let table = text
+            .split("\nagainst the baseline")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string();
+        let row = table.lines().nth(2).unwrap_or_else(|| panic!("{text}"));
+        row.to_string()
+    };
+    // Replayed 2x the baseline's median, its interval about [1.92x..2.08x], past 1.5; the
+    // replay's own halves 2.38x apart.
+    let one_run = crate::Baseline::of(&replayed_in(1_000_000));
+    let mut report = replayed_in(2_000_000);
+    report.timing[0].spread = 2.378;
+    one_run.judge(&mut report, &options).unwrap();
+    let b = report.timing[0].baseline.unwrap();
+    assert!(!b.regression && b.interval.unwrap().0 > 1.5, "{b:?}");
+    assert_eq!(b.not_slow, Some(NotSlow::RunToRun { ratio: 2.378 }));
+    let row = mark(&report);
+    assert!(
+        row.contains("not slow: within the replay's own 2.38x run-to-run change"),
+        "{row}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    let t = &json["timing"][0];
+    assert_eq!(t["run_to_run"], 2.378, "{t}");
+    assert_eq!(t["spread"], 2.378, "the older name stays: {t}");
+    assert_eq!(
+        t["baseline"]["not_slow"],
+        serde_json::json!({"rule": "run_to_run", "ratio": 2.378}),
+        "{t}"
+    );
+
+    // A baseline whose runs lay 2.2x apart: its floor cleared it.
+    let mut two_runs = one_run.clone();
+    two_runs
+        .add(crate::Baseline::of(&replayed_in(2_200_000)))
+        .unwrap();
+    let mut report = replayed_in(2_000_000);
+    two_runs.judge(&mut report, &options).unwrap();
+    let b = report.timing[0].baseline.unwrap();
+    assert_eq!(
+        b.not_slow,
+        Some(NotSlow::BaselineRuns { ratio: 2.2 }),
+        "{b:?}"
+    );
+    let row = mark(&report);
+    assert!(
+        row.contains("not slow: within the 2.20x the baseline's runs lay apart"),
+        "{row}"
+    );
+
+    // 100 ns to 200 ns: past 1.5, but grown under every clock's floor.
+    let mut report = replayed_in(200);
+    crate::Baseline::of(&replayed_in(100))
+        .judge(&mut report, &options)
+        .unwrap();
+    let b = report.timing[0].baseline.unwrap();
+    assert!(
+        matches!(b.not_slow, Some(NotSlow::TimingFloor { .. })),
+        "{b:?}"
+    );
+    assert!(
+        mark(&report).contains("not slow: grew under the "),
+        "{}",
+        mark(&report)
+    );
+
+    // Slow, and not past the maximum: no reason.
+    let mut report = replayed_in(2_000_000);
+    one_run.judge(&mut report, &options).unwrap();
+    let b = report.timing[0].baseline.unwrap();
+    assert!(b.regression && b.not_slow.is_none(), "{b:?}");
+    assert!(mark(&report).contains("SLOW"));
+    let mut report = replayed_in(1_000_000);
+    one_run.judge(&mut report, &options).unwrap();
+    assert_eq!(report.timing[0].baseline.unwrap().not_slow, None);
+}
+
+/// A row slow against the capture that a baseline's runs' floor cleared says so at the
+/// row as well as in the note.
+#[test]
+fn a_capture_row_a_baselines_floor_cleared_says_so_at_the_row() {
+    let options = crate::ReplayOptions {
+        max_slowdown: Some(1.1),
+        ..Default::default()
+    };
+    let mut report = replayed_in(1_250_000);
+    let t = &mut report.timing[0];
+    t.captured = Some(durations(1_000_000));
+    (t.ratio, t.interval, t.spread, t.regression) = (Some(1.25), Some((1.2, 1.3)), 1.0, true);
+    report.summary.slow = 1;
+    let mut two_runs = crate::Baseline::of(&replayed_in(1_000_000));
+    two_runs
+        .add(crate::Baseline::of(&replayed_in(1_300_000)))
+        .unwrap();
+    two_runs.judge(&mut report, &options).unwrap();
+    assert_eq!(
+        report.timing[0].not_slow,
+        Some(NotSlow::BaselineRuns { ratio: 1.3 })
+    );
+    let text = report.to_text();
+    assert!(
+        text.contains("not slow: within the 1.30x the baseline's runs lay apart"),
+        "{text}"
     );
 }
