@@ -553,12 +553,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let injected: Vec<String> = (args.inject_slowdown.iter())
             .map(|(entry, percent)| format!("{entry} +{percent}%"))
             .collect();
+        // Point at what says why (a fresh user's doubled kernel read 3.45x [2.06x..4.94x]
+        // at 1.5, cleared by the replay's own 2.38x run-to-run change, and the `not judged:`
+        // line this pointed at did not count it).
         crate::output::warn(format_args!(
             "the slowdown injected on purpose ({}) was not caught: nothing was judged slow \
-             and the verdict passes, so this gate would pass such a build here (rows too few \
-             or too spread to judge, under the timing floor or within a baseline's floor are \
-             not counted: the report's `not judged:` line and notes say which)",
-            injected.join(", ")
+             and the verdict passes, so this gate would pass such a build here ({})",
+            injected.join(", "),
+            why_not_caught(&args.inject_slowdown, &report)
         ));
     }
     // A match of nothing is no match: said on standard error as well as in the report.
@@ -644,6 +646,78 @@ fn missed_injections<'a>(
         })
         .collect();
     missed_among(injected, &ops, &regions)
+}
+
+/// One judgement of a timing row, for [`why_not_caught_of`]: its ratio, interval, whether it
+/// had too few samples, and why it was not slow past the maximum ([`hrx_replay::NotSlow`]).
+type Judged = (
+    Option<f64>,
+    Option<(f64, f64)>,
+    bool,
+    Option<hrx_replay::NotSlow>,
+);
+
+/// Why the rows of a missed injection were not slow, for its warning: each injected
+/// operation's own rows, their ratios and why they were not slow (`hrx_sobel (op 4) against
+/// the baseline: 3.45x [2.06x..4.94x], not slow: within the replay's own 2.38x run-to-run
+/// change`), how many rows past `--max-slowdown` a rule cleared (each saying why at the
+/// row), and where rows not judged at all are counted.
+fn why_not_caught(injected: &[(String, u32)], report: &hrx_replay::Report) -> String {
+    let mut rows: Vec<(&str, u32, &str, Judged)> = Vec::new();
+    for row in &report.op_timing {
+        if !injected.iter().any(|(entry, _)| *entry == row.label) {
+            continue;
+        }
+        if row.captured.is_some() {
+            let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
+            rows.push((&row.label, row.node, "capture", judged));
+        }
+        if let Some(b) = row.baseline {
+            let judged = (b.ratio, b.interval, b.too_few, b.not_slow);
+            rows.push((&row.label, row.node, "baseline", judged));
+        }
+    }
+    let cleared = (report.timing.iter())
+        .map(|t| (t.not_slow, t.baseline))
+        .chain(report.op_timing.iter().map(|t| (t.not_slow, t.baseline)))
+        .map(|(own, baseline)| {
+            usize::from(own.is_some()) + usize::from(baseline.is_some_and(|b| b.not_slow.is_some()))
+        })
+        .sum::<usize>();
+    why_not_caught_of(report.replay.max_slowdown.unwrap_or(1.0), &rows, cleared)
+}
+
+/// [`why_not_caught`] over the injected operations' judged rows `(label, node, against what,
+/// judgement)` and the count of rows a rule cleared past `max`.
+fn why_not_caught_of(max: f64, rows: &[(&str, u32, &str, Judged)], cleared: usize) -> String {
+    let mut why: Vec<String> = (rows.iter())
+        .filter_map(
+            |&(label, node, against, (ratio, interval, too_few, not_slow))| {
+                let reason = match (not_slow, interval) {
+                    (Some(why), _) => format!("not slow: {}", why.describe()),
+                    (None, _) if too_few => "too few to judge".to_owned(),
+                    (None, Some((low, _))) if low <= max => format!(
+                        "its interval's low end not past --max-slowdown {}",
+                        hrx_analysis::units::ratio(max)
+                    ),
+                    (None, _) => "not judged".to_owned(),
+                };
+                Some(format!(
+                    "{label} (op {node}) against the {against}: {}, {reason}",
+                    hrx_analysis::units::ratio_with_interval(ratio?, interval)
+                ))
+            },
+        )
+        .collect();
+    why.push(format!(
+        "{} past --max-slowdown but cleared by the replay's own run-to-run change, a \
+         baseline's floor or the timing floor, each saying which at the row (`not slow: ...`)",
+        hrx_analysis::units::plural(cleared as u64, "row")
+    ));
+    why.push(
+        "rows too few or too spread to judge are counted on the report's `not judged:` line".into(),
+    );
+    why.join("; ")
 }
 
 /// [`missed_injections`] over `(label, judged slow)` of the operation and region rows.
@@ -875,6 +949,46 @@ mod tests {
     /// An injection is caught by its own operation row where the replay timed operations,
     /// or by a region row listing its kernel (with operation rows, one listing no other
     /// injection); a slow row of another kernel catches nothing of it.
+    /// The warning of an injection not caught says why at its own rows, with the figure
+    /// that decided, and points at the rows a rule cleared: a fresh user's doubled kernel
+    /// read `3.45x [2.06x..4.94x]` at 1.5, cleared by the replay's own 2.38x run-to-run
+    /// change, and the warning pointed at a `not judged:` line that did not count it.
+    #[test]
+    fn a_missed_injection_says_why_its_rows_were_not_slow() {
+        let within = hrx_replay::NotSlow::RunToRun { ratio: 2.378 };
+        let rows = [
+            (
+                "hrx_sobel",
+                4,
+                "capture",
+                (Some(0.7), Some((0.6, 0.8)), false, None),
+            ),
+            (
+                "hrx_sobel",
+                4,
+                "baseline",
+                (Some(3.45), Some((2.06, 4.94)), false, Some(within)),
+            ),
+        ];
+        let why = super::why_not_caught_of(1.5, &rows, 1);
+        assert_eq!(
+            why,
+            "hrx_sobel (op 4) against the capture: 0.70x [0.60x..0.80x], its interval's low \
+             end not past --max-slowdown 1.50x; hrx_sobel (op 4) against the baseline: 3.45x \
+             [2.06x..4.94x], not slow: within the replay's own 2.38x run-to-run change; 1 row \
+             past --max-slowdown but cleared by the replay's own run-to-run change, a \
+             baseline's floor or the timing floor, each saying which at the row (`not slow: \
+             ...`); rows too few or too spread to judge are counted on the report's `not \
+             judged:` line"
+        );
+        let few = [("hrx_sobel", 4, "baseline", (Some(2.0), None, true, None))];
+        assert!(
+            super::why_not_caught_of(1.5, &few, 0).starts_with(
+                "hrx_sobel (op 4) against the baseline: 2.00x, too few to judge; 0 rows"
+            )
+        );
+    }
+
     #[test]
     fn an_injection_is_caught_only_by_a_slow_row_of_its_own_kernel() {
         let injected = [("hrx_blur_h".to_owned(), 40), ("hrx_sobel".to_owned(), 5)];
