@@ -42,7 +42,16 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     // On standard error too, as every verb says what a trace lacks (never silenced by -q);
     // with -v, what was read.
     let covers = "the report covers only what was recovered";
-    crate::failure::warn_partial_as(&args.file, [], Some(&stats.recovery), covers, || held);
+    // The reader's warnings too, as every other verb prints them (`info` printed only how
+    // the trace ended, without the `byte N: the file ends inside a block` line: a fresh
+    // user's pass).
+    crate::failure::warn_partial_as(
+        &args.file,
+        &stats.warnings,
+        Some(&stats.recovery),
+        covers,
+        || held,
+    );
     if args.json {
         crate::kernel_stats::print_report(&json(&args.file, &stats, live), true, |_, _| Ok(()))?;
         return Ok(ExitCode::SUCCESS);

@@ -114,6 +114,30 @@ fn a_truncated_trace_is_still_described_with_a_warning() {
         "{}",
         stderr(&dump)
     );
+    // `info` warns of it as `dump` and every other verb does, the reader's warning (`byte
+    // N: the file ends inside a block: M bytes discarded`) included: it printed only the
+    // not-closed-cleanly line (a fresh user's pass).
+    let warnings = |output: &std::process::Output| {
+        let err = stderr(output);
+        let lines: Vec<String> = (err.lines())
+            .filter(|l| l.starts_with("warning: "))
+            // What each verb says it means for its output differs.
+            .map(|l| l.split("; ").next().unwrap().to_string())
+            .collect();
+        lines
+    };
+    let said = warnings(&info);
+    assert!(
+        said.iter()
+            .any(|l| l.contains("the file ends inside a block")),
+        "{said:?}"
+    );
+    // (`dump` says first that the file does not end with its index.)
+    let dumped = warnings(&dump);
+    assert!(
+        said.iter().all(|l| dumped.contains(l)),
+        "{said:?} {dumped:?}"
+    );
 
     // `replay` of what is left says so on standard error as `dump` does, whatever its
     // verdict, rather than a MATCH with only a note.
