@@ -769,27 +769,33 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
         ));
     }
     let mut total = export::ExportCounts::default();
-    let mut events = 0;
     for ((file, exported), session) in args.files.iter().zip(&exported).zip(&sessions) {
         warn(file, exported, session);
         total.slices += exported.counts.slices;
         total.operation_slices += exported.counts.operation_slices;
         total.native_graph_slices += exported.counts.native_graph_slices;
-        events += exported.counts.instants + exported.counts.recorder_instants;
+        total.instants += exported.counts.instants;
+        total.recorder_instants += exported.counts.recorder_instants;
     }
     no_operation_times(&total);
     // `-q`: as the other formats (it printed the summary all the same: a break-it pass).
     if !crate::output::quiet() {
         let mut out = crate::output::stdout();
+        // The `events` table's rows in the words of the other formats' summaries: what
+        // `view` lists as events and the recorder's marks (it said "27 event rows" where
+        // Perfetto's said "0 events (as view lists them), 27 recorder marks": a fresh user's
+        // pass).
         writeln!(
             out,
-            "{}: {} tables, {}, {} of {}, {}{} (parquet)",
+            "{}: {} tables, {}, {} of {}, {}: {} (as view lists them), {}{} (parquet)",
             dir.shown(),
             ours.len() - 1, // the marker is no table
             plural(total.slices, "region row"),
             plural(total.operation_slices, "operation timing row"),
             plural(args.files.len() as u64, "trace"),
-            plural(events, "event row"),
+            plural(total.instants + total.recorder_instants, "event row"),
+            plural(total.instants, "event"),
+            plural(total.recorder_instants, "recorder mark"),
             marks(&exported),
         )?;
     }

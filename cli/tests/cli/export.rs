@@ -367,6 +367,25 @@ fn check_both(dir: &Path, trace: &str) -> Expected {
         .filter(|e| e["ph"] == "i" && e["cat"] == "event")
         .count();
     assert_eq!(on_events, events);
+    // The Parquet summary counts its `events` rows in the same words as the others' (it said
+    // "27 event rows" where Perfetto's said "0 events (as view lists them), 27 recorder
+    // marks" of one trace: a fresh user's pass).
+    let out = run(
+        dir,
+        &["export", trace, "--format", "parquet", "-o", "tables"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recorder_marks = want.instants - events - markers;
+    let parquet = stdout(&out);
+    assert!(
+        parquet.contains(&format!(
+            "{}: {} (as view lists them), {}",
+            noun(events + recorder_marks, "event row"),
+            noun(events, "event"),
+            noun(recorder_marks, "recorder mark")
+        )),
+        "{parquet}"
+    );
     let out = run(
         dir,
         &["export", trace, "--format", "perfetto", "-o", "out.pftrace"],
