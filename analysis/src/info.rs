@@ -113,6 +113,25 @@ impl HostLoadSamples {
     pub fn loaded(&self) -> bool {
         self.highest >= 1.0
     }
+
+    /// `samples` with one more sample, `value` (the first where there is none): the one
+    /// fold of `info` and `export`.
+    pub fn with(samples: Option<HostLoadSamples>, value: f64) -> HostLoadSamples {
+        match samples {
+            Some(h) => HostLoadSamples {
+                last: value,
+                highest: h.highest.max(value),
+                samples: h.samples + 1,
+                ..h
+            },
+            None => HostLoadSamples {
+                first: value,
+                last: value,
+                highest: value,
+                samples: 1,
+            },
+        }
+    }
 }
 
 /// What a trace holds, in numbers (see the module docs).
@@ -356,21 +375,7 @@ impl TraceInfo {
                 self.host_load_name = Some(name.name);
             }
             Record::CounterSample(sample) if Some(sample.name) == self.host_load_name => {
-                let value = sample.value.0;
-                self.host_load = Some(match self.host_load {
-                    Some(h) => HostLoadSamples {
-                        last: value,
-                        highest: h.highest.max(value),
-                        samples: h.samples + 1,
-                        ..h
-                    },
-                    None => HostLoadSamples {
-                        first: value,
-                        last: value,
-                        highest: value,
-                        samples: 1,
-                    },
-                });
+                self.host_load = Some(HostLoadSamples::with(self.host_load, sample.value.0));
             }
             Record::FatalSignal(fatal) => {
                 let better = self

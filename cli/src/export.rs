@@ -411,6 +411,15 @@ fn warn(file: &Path, exported: &export::Exported, session: &TraceSession) {
         ));
     }
     crate::output::warn_ends_before_start(file, exported.ends_before_start, "exported");
+    // A loaded host, in `info`'s words, as every verb says it (the export printed nothing of
+    // it on screen, its file holding the marks: a fresh user's pass).
+    if let Some(h) = exported.host_load.filter(|h| h.loaded()) {
+        crate::output::note(format_args!(
+            "{}: host load {}",
+            file.shown(),
+            crate::info::host_load_line(h)
+        ));
+    }
     if exported.counts.flows_not_drawn > 0 {
         crate::output::warn(format_args!(
             "{}: {} cross-submission waits or timings were read more than {} submissions away from their submission; they are exported without their flow arrows",

@@ -575,7 +575,11 @@ pub(crate) fn unjoined_line([timings, completions, digests]: [u64; 3]) -> Option
 /// ([`hrx_capture::schema::HOST_LOAD_COUNTER`]), and whether that made it loaded; `None` for
 /// a trace that does not say (recorded by an older hrx, or without `/proc/loadavg`).
 fn host_load(stats: &TraceInfo) -> Option<String> {
-    let h = stats.host_load?;
+    stats.host_load.map(host_load_line)
+}
+
+/// The `host load` line of samples `h`: `info`'s, and `export`'s `note:` of a loaded host.
+pub(crate) fn host_load_line(h: hrx_analysis::info::HostLoadSamples) -> String {
     // As every verb writes a load; a trace holds the value per CPU alone.
     let load = |l| hrx_analysis::units::host_load(hrx_analysis::units::Load::PerCpu(l));
     let samples = match h.samples {
@@ -591,7 +595,7 @@ fn host_load(stats: &TraceInfo) -> Option<String> {
             load(h.last)
         ),
     };
-    Some(format!(
+    format!(
         "{samples}{}",
         if h.loaded() {
             ": loaded, its host-side times include waits for a CPU (a poor reference for \
@@ -599,7 +603,7 @@ fn host_load(stats: &TraceInfo) -> Option<String> {
         } else {
             ""
         }
-    ))
+    )
 }
 
 #[cfg(test)]

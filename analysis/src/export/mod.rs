@@ -435,6 +435,9 @@ pub struct Exported {
     /// Whether a recorder was writing the trace when it was opened, as its reader was told
     /// (the file's mark says so; the warnings must say the same, not what holds at the end).
     pub being_recorded: bool,
+    /// The runtimes' samples of the host's load per CPU
+    /// ([`hrx_capture::schema::HOST_LOAD_COUNTER`]), as `info` reads them; `None` without one.
+    pub host_load: Option<crate::info::HostLoadSamples>,
 }
 
 /// A slice argument.
@@ -687,6 +690,7 @@ fn write_to<S: Sink, T: Source>(
         counters: Vec::new(),
         pids: Vec::new(),
         nesting: CrossingTracks::default(),
+        host_load: None,
     };
     let mut all = Vec::with_capacity(sources.len());
     for source in sources {
@@ -725,6 +729,7 @@ fn write_to<S: Sink, T: Source>(
             unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
             ends_before_start: summary.ends_before_start,
             being_recorded: live,
+            host_load: out.host_load.take(),
         });
     }
     out.sink.finish()?;
@@ -805,6 +810,8 @@ struct Out<S> {
     /// The slices of each host thread's track (thread, level) that a later one may still
     /// cross ([`Nesting`]; this trace's, few threads).
     nesting: CrossingTracks,
+    /// This trace's host-load samples ([`Exported::host_load`]).
+    host_load: Option<crate::info::HostLoadSamples>,
 }
 
 impl<S: Sink> Out<S> {
@@ -1598,6 +1605,12 @@ impl<S: Sink> Visitor for Pass<S> {
                 self.out.marker(index, m.thread, instant);
             }
             Record::CounterSample(c) => {
+                if index.annotation_name(c.name) == hrx_capture::schema::HOST_LOAD_COUNTER {
+                    self.out.host_load = Some(crate::info::HostLoadSamples::with(
+                        self.out.host_load,
+                        c.value.0,
+                    ));
+                }
                 self.out.counter(index, c.name, c.time_ns, c.value.0);
                 if self.out.error.is_none()
                     && let Some(mark) = host_loaded_instant(index, c)

@@ -516,6 +516,7 @@ pub fn write_parquet<R: Read + Send>(
             counts: ExportCounts::default(),
             error: None,
             capture_waits: CaptureWaits::default(),
+            host_load: None,
         };
         let live = reader.is_being_recorded();
         let summary = scan_reader_threaded(reader, &mut pass)?;
@@ -549,6 +550,7 @@ pub fn write_parquet<R: Read + Send>(
             unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
             ends_before_start: summary.ends_before_start,
             being_recorded: live,
+            host_load: pass.host_load,
         });
     }
     for table in tables {
@@ -591,6 +593,8 @@ struct Rows<'t> {
     error: Option<ExportError>,
     /// The threads' capture waits, each range's taken out of it in `capture_wait_ns`.
     capture_waits: CaptureWaits,
+    /// The host-load samples ([`super::Exported::host_load`]).
+    host_load: Option<crate::info::HostLoadSamples>,
 }
 
 impl Rows<'_> {
@@ -868,6 +872,12 @@ impl Visitor for Rows<'_> {
             }
             Record::CounterSample(c) => {
                 let name = index.annotation_name(c.name);
+                if name == hrx_capture::schema::HOST_LOAD_COUNTER {
+                    self.host_load = Some(crate::info::HostLoadSamples::with(
+                        self.host_load,
+                        c.value.0,
+                    ));
+                }
                 let row = [
                     Int(c.thread.into()),
                     Text(&name),

@@ -556,7 +556,12 @@ fn a_closed_standard_output_after_an_export_is_not_an_error() {
         ],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stderr(&out), "");
+    // Nothing but the note of a loaded host, where this one is loaded.
+    assert!(
+        (stderr(&out).lines()).all(|l| l.starts_with("note: h.hrxt: host load ")),
+        "{}",
+        stderr(&out)
+    );
     assert!(
         std::fs::metadata(dir.path().join("h.pftrace"))
             .unwrap()
@@ -1966,13 +1971,29 @@ fn the_export_of_a_loaded_host_trace_says_so_in_the_file() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let bytes = std::fs::read(dir.path().join("l.pftrace")).unwrap();
     assert!(bytes.windows(11).any(|w| w == b"host loaded"));
+    // On screen too, in `info`'s words, one `note:` line (it printed nothing of the load:
+    // a fresh user's pass).
+    let info = stdout(&run(dir.path(), &["info", "loaded.hrxt"]));
+    let note = format!(
+        "note: loaded.hrxt: host load {}\n",
+        field(&info, "host load")
+    );
+    assert!(note.contains(": loaded, its host-side times"), "{info}");
+    assert_eq!(stderr(&out), note);
     let out = run(
         dir.path(),
         &["export", "loaded.hrxt", "--format", "parquet", "-o", "pq"],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stderr(&out), note);
     let events = std::fs::read(dir.path().join("pq/events.parquet")).unwrap();
     assert!(events.windows(11).any(|w| w == b"host loaded"));
+    let quiet = run(dir.path(), &["export", "quiet.hrxt", "-o", "q.pftrace"]);
+    assert_eq!(
+        stderr(&quiet),
+        "",
+        "a quiet host's export says nothing of it"
+    );
 }
 
 /// The export of a trim (or a capture range) says in the file which range of a recording
