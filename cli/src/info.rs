@@ -120,12 +120,13 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "last_activity_ns": stats.last_activity_ns,
         },
         "capture": what_it_is(stats, live),
-        "host_load": stats.host_load.map(|h| serde_json::json!({
-            "per_cpu_first": h.first,
-            "per_cpu_last": (h.samples > 1).then_some(h.last),
-            "samples": h.samples,
-            "loaded": h.loaded(),
-        })),
+        // `stats`' shape (a fresh user found each verb's its own), with `info`'s older keys.
+        "host_load": stats.host_load.map(|h| {
+            let mut load = crate::kernel_stats::host_load_value(h.samples, h.highest, h.last);
+            load["per_cpu_first"] = h.first.into();
+            load["per_cpu_last"] = (h.samples > 1).then_some(h.last).into();
+            load
+        }),
         "live": live,
         "ranges": ranges(stats),
         // By the header's format: one without calibrations, or one that lost them.

@@ -597,11 +597,16 @@ fn host_load(stats: &Stats) -> Value {
         .counters
         .iter()
         .find(|c| c.name == hrx_capture::schema::HOST_LOAD_COUNTER);
-    load.map_or(Value::Null, |c| {
-        json!({
-            "samples": c.samples, "max_per_cpu": c.max, "last_per_cpu": c.last,
-            "loaded": c.max >= 1.0,
-        })
+    load.map_or(Value::Null, |c| host_load_value(c.samples, c.max, c.last))
+}
+
+/// The JSON `host_load` of `samples` samples of the host's load per CPU, the highest `max`
+/// and the latest `last`: `stats`' and `info`'s one shape (`{"samples", "max_per_cpu",
+/// "last_per_cpu", "loaded"}`, `loaded` at 1 or more; `info` adds its older keys).
+pub(crate) fn host_load_value(samples: u64, max: f64, last: f64) -> Value {
+    json!({
+        "samples": samples, "max_per_cpu": max, "last_per_cpu": last,
+        "loaded": max >= 1.0,
     })
 }
 

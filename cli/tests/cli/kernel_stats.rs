@@ -383,6 +383,21 @@ fn stats_of_a_recording_on_a_loaded_host_says_so() {
     .unwrap();
     assert_eq!(json["host_load"]["loaded"], true);
     assert_eq!(json["host_load"]["max_per_cpu"], 2.5);
+    // `info --json` gives it in the same shape, its older keys beside (each verb had its
+    // own: a fresh user's pass).
+    let info: Value = serde_json::from_str(&stdout(&run(
+        dir.path(),
+        &["info", "--json", "loaded.hrxt"],
+    )))
+    .unwrap();
+    for key in ["samples", "max_per_cpu", "last_per_cpu", "loaded"] {
+        assert_eq!(
+            info["host_load"][key], json["host_load"][key],
+            "{key}: {} {}",
+            info["host_load"], json["host_load"]
+        );
+    }
+    assert_eq!(info["host_load"]["per_cpu_first"], 2.5);
     // On a quiet host it says nothing, and the JSON says not loaded.
     let quiet = run(dir.path(), &["stats", "--json", "quiet.hrxt"]);
     let json: Value = serde_json::from_str(&stdout(&quiet)).unwrap();
