@@ -112,13 +112,13 @@ pub fn ascii_value(value: Option<&std::ffi::OsStr>) -> Result<bool, String> {
     hrx_capture::switch::switch_value(ASCII_ENV, value).map(|on| on.unwrap_or(false))
 }
 
-/// Environment variable for benchmarks only: `WIDTHxHEIGHT` (e.g. `120x40`) makes [`run`]
-/// load the trace, draw its first frame off-screen at that size, print it to standard output
-/// and return, so the time to the first frame can be measured without a terminal
-/// (`scripts/bench-view.sh`).
+/// Environment variable for scripts, CI and benchmarks (documented in the README's
+/// environment table): `WIDTHxHEIGHT` (e.g. `120x40`) makes [`run`] load the trace, draw its
+/// first frame off-screen at that size, print it to standard output and return, without a
+/// terminal (the time to the first frame measured so: `scripts/bench-view.sh`).
 pub const HEADLESS_FRAME_ENV: &str = "HRX_TUI_HEADLESS_FRAME";
 
-/// Environment variable for benchmarks only: `1`, with [`HEADLESS_FRAME_ENV`], when the
+/// Environment variable for scripts and benchmarks: `1`, with [`HEADLESS_FRAME_ENV`], when the
 /// first frame was drawn from the block summaries, also builds the index as `view` does
 /// behind that frame, then prints the full frame after it, so the build's time and memory
 /// can be measured too (and the view cache is written). `0`, empty or unset: not; any other
