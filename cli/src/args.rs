@@ -112,7 +112,8 @@ pub struct ReplayArgs {
     /// Replays to time; timings are medians over them [default: 1; with --max-slowdown,
     /// --baseline, --save-baseline or --add-to-baseline 10,
     /// so that a region run at least twice in the trace has 7 or more samples in each half of
-    /// the repeats (the replay's own spread) and one run once has 10 (its median's interval)].
+    /// the repeats (the replay's own run-to-run change) and one run once has 10 (its
+    /// median's interval)].
     #[arg(long, value_name = "N", value_parser = parse_repeat, allow_negative_numbers = true)]
     pub repeat: Option<usize>,
 
@@ -178,10 +179,11 @@ pub struct ReplayArgs {
 
     /// A region or operation is a regression when the 95% confidence interval of the ratio
     /// of its replayed median over its captured one lies wholly past this factor and past
-    /// the replay's own spread (between the halves of its repeats), and the medians differ by
-    /// more than the floor: 100 µs on host time (shorter differences are scheduling noise),
-    /// 0.5 µs on device time (the GPU timers' resolution): the timing rule `diff` applies to
-    /// kernels. A row with fewer than 7 samples on a side is not judged and said
+    /// the replay's own run-to-run change (between the halves of its repeats' medians), and
+    /// the medians differ by more than the floor: 100 µs on host time (shorter differences
+    /// are scheduling noise), 0.5 µs on device time (the GPU timers' resolution): the timing
+    /// rule `diff` applies to kernels; a row past this factor that a rule cleared says which
+    /// (`not slow: ...`). A row with fewer than 7 samples on a side is not judged and said
     /// so [default: off, timings are reported but not judged: a replay often runs on another
     /// device or backend than the capture; 1.5 with --baseline]. --repeat defaults to 10
     /// with it.

@@ -496,8 +496,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // After the replay, so that an error stays one line.
     if max_slowdown.is_some() && repeat < 2 {
         crate::output::note(format_args!(
-            "{} judged one replay's times here, without the replay's own spread (which takes \
-             --repeat 2 or more; the default with --max-slowdown or --baseline is {GATE_REPEAT})",
+            "{} judged one replay's times here, without the replay's own run-to-run change \
+             (which takes --repeat 2 or more; the default with --max-slowdown or --baseline is \
+             {GATE_REPEAT})",
             if args.max_slowdown.is_some() {
                 "--max-slowdown"
             } else {

@@ -22,9 +22,9 @@ fn a_recorded_workload_replays_with_exit_0_and_a_json_report() {
     assert_eq!(report["verdict"], "same", "{report}");
 }
 
-/// `--max-slowdown` over one replay is said to lack the replay's own spread; two or more, and
-/// the default with `--max-slowdown` (10 repeats), say nothing, and the report names the
-/// repeats it ran.
+/// `--max-slowdown` over one replay is said to lack the replay's own run-to-run change; two
+/// or more, and the default with `--max-slowdown` (10 repeats), say nothing, and the report
+/// names the repeats it ran.
 #[test]
 fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
     let dir = tempfile::tempdir().unwrap();
@@ -34,7 +34,7 @@ fn max_slowdown_over_one_replay_gets_a_note_and_defaults_to_ten() {
     for (repeat, note) in [
         (
             Some("1"),
-            Some("one replay's times here, without the replay's own spread"),
+            Some("one replay's times here, without the replay's own run-to-run change"),
         ),
         (Some("2"), None),
         (None, None),
