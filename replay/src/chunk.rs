@@ -164,7 +164,7 @@ pub(crate) struct ChunkIndex {
     /// The capture's host load per CPU: the counter's name and its highest sample (a
     /// chunk's plan sees only the samples in its chunk).
     host_load: (Option<s::AnnotationId>, Option<f64>),
-    /// Per runtime, the first submission (in the file's order) that failed by a sticky
+    /// Per runtime, the lowest-numbered submission that failed by a sticky
     /// device loss, and its error: how often a replay may run it is decided before its
     /// first chunk (`plan::RuntimePlan::runs`).
     sticky_losses: HashMap<RuntimeId, (SubmissionIndex, String)>,
@@ -265,9 +265,13 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
         }) = &record
             && hrx::DeviceCall::is_sticky_loss(error)
         {
-            (index.sticky_losses)
+            // The lowest-numbered: `--until` keeps submissions 1 to N.
+            let loss = (index.sticky_losses)
                 .entry(*runtime)
                 .or_insert_with(|| (*submission, error.clone()));
+            if *submission < loss.0 {
+                *loss = (*submission, error.clone());
+            }
         }
         if let Some(hash) = blob_of(&record) {
             let refs = index.blob_refs.entry(hash).or_default();
@@ -324,9 +328,16 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
 }
 
 impl ChunkIndex {
-    /// The first submission of `runtime` that failed by a sticky device loss, and its error.
-    pub(crate) fn sticky_loss(&self, runtime: RuntimeId) -> Option<&(SubmissionIndex, String)> {
-        self.sticky_losses.get(&runtime)
+    /// The lowest-numbered submission of `runtime` that failed by a sticky device loss, and
+    /// its error, among those `until` keeps (as a whole-trace replay's plan holds them: a
+    /// loss past `--until` is not replayed, and left the streamed replay running once; a
+    /// break-it pass).
+    pub(crate) fn sticky_loss(
+        &self,
+        runtime: RuntimeId,
+        until: Option<u64>,
+    ) -> Option<&(SubmissionIndex, String)> {
+        (self.sticky_losses.get(&runtime)).filter(|(s, _)| until.is_none_or(|n| s.0 <= n))
     }
 
     /// What the first pass read (the file's warnings and recovery, losses included), known

@@ -62,6 +62,12 @@ pub struct ReplayOptions {
     pub captured_fault: bool,
     /// Inject this fault at replay instead of the captured one (software device only).
     pub fault: Option<FaultSpec>,
+    /// Whether [`BackendChoice::Auto`] opens a GPU on this host, where it injects no fault.
+    /// `None` (the default): asked of the device once per process, only for a capture that
+    /// lost its GPU to a sticky error (`plan::RuntimePlan::runs`). A test without a GPU sets
+    /// it to state what a GPU host decides.
+    #[doc(hidden)]
+    pub auto_opens_gpu: Option<bool>,
     /// Replace the host implementation of kernels by entry name (software device and NPU
     /// simulator): a test hook to prove that changed behaviour is detected.
     pub kernel_overrides: Vec<(String, HostKernelFn)>,
@@ -109,6 +115,7 @@ impl Default for ReplayOptions {
             until: None,
             captured_fault: true,
             fault: None,
+            auto_opens_gpu: None,
             kernel_overrides: Vec::new(),
             slowdowns: Vec::new(),
             progress: None,
@@ -204,6 +211,13 @@ impl ReplayOptions {
     /// Injects `fault` at replay instead of the captured fault.
     pub fn fault(mut self, fault: FaultSpec) -> Self {
         self.fault = Some(fault);
+        self
+    }
+    /// States whether [`BackendChoice::Auto`] opens a GPU on this host
+    /// ([`ReplayOptions::auto_opens_gpu`]).
+    #[doc(hidden)]
+    pub fn auto_opens_gpu(mut self, gpu: bool) -> Self {
+        self.auto_opens_gpu = Some(gpu);
         self
     }
     /// Whether to replay the captured fault injection.

@@ -751,7 +751,7 @@ pub(crate) fn replay_stream<R: Read>(
                 "the trace records no runtime (no RuntimeStart): nothing to replay",
             ));
         }
-        digest_as_captured(&mut plan, chunker.index());
+        digest_as_captured(&mut plan, chunker.index(), options.until);
         let mut runs = BTreeMap::new();
         for rp in &plan.runtimes {
             let crate::plan::Runs { warmup, repeat } = rp.runs(options);
@@ -928,10 +928,10 @@ fn compare_pending(
 /// ([`ChunkIndex::digests_all`]), not only in this chunk: the replay runtime is opened on the
 /// first chunk, and a later chunk's GPU-local ranges are compared where the capture digested
 /// any.
-fn digest_as_captured(plan: &mut Plan<'_>, index: &ChunkIndex) {
+fn digest_as_captured(plan: &mut Plan<'_>, index: &ChunkIndex, until: Option<u64>) {
     for rp in &mut plan.runtimes {
         // Known from the whole file before its first chunk runs: how often it may be run.
-        rp.sticky_loss = index.sticky_loss(rp.id).cloned();
+        rp.sticky_loss = index.sticky_loss(rp.id, until).cloned();
         if !rp.digests_all && index.digests_all(rp.id) {
             rp.digests_all = true;
             let note = crate::plan::host_observable_note(rp.id);
@@ -961,7 +961,7 @@ fn compare_last(
         cut_short(index),
         index.host_load_per_cpu(),
     )?;
-    digest_as_captured(&mut plan, index);
+    digest_as_captured(&mut plan, index, fold.options.until);
     // The plan marked what its own chunk taints; again with what earlier chunks left.
     for rp in &mut plan.runtimes {
         let carried = fold.taint.remove(&rp.id).unwrap_or_default();

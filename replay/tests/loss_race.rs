@@ -510,19 +510,8 @@ fn a_failure_ordered_after_an_earlier_chunks_loss_through_a_chain_stays_a_regres
     );
 }
 
-/// A capture that lost its GPU to a sticky error (CUDA's kernel faults: "To continue using
-/// CUDA, the process must be terminated and relaunched") is replayed once, with no warm-up,
-/// wherever the replay may run on a GPU, and the report says why: its first run reproduces the
-/// loss, after which nothing of the device opens again in the process. On the H100 the
-/// replay's default warm-up left the measured run `cuDevicePrimaryCtxRetain` failing with
-/// `CUDA_ERROR_ILLEGAL_ADDRESS` (exit 2), and `--repeat 3` made two of three runs fail by the
-/// first one's loss. On the software device (`--backend sim`) the runs asked are run. Here
-/// the software device's lost download is rewritten into CUDA's words; `auto` falls back to
-/// the software device on a machine without a GPU (and with a fault to inject), so the rule
-/// is tested without one, in the whole and the streamed replay.
-#[test]
-fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
-    let (trace, ix) = lost_download_trace();
+/// `trace` with submission `ix.f`'s device loss in CUDA's words for a kernel fault: sticky.
+fn sticky_trace(trace: &Trace, ix: &Indexes) -> Trace {
     let cuda_words = |error: &mut String| {
         if error.starts_with("device lost:") && !error.contains("quarantined") {
             *error = format!(
@@ -532,7 +521,7 @@ fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
             );
         }
     };
-    let sticky = rewrite(&trace, |record, _| {
+    rewrite(trace, |record, _| {
         match record {
             Record::SubmissionDone(d) if d.submission.0 == ix.f => {
                 if let Status::Failed { error } = &mut d.status {
@@ -547,12 +536,31 @@ fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
             _ => {}
         }
         true
-    });
+    })
+}
+
+/// A capture that lost its GPU to a sticky error (CUDA's kernel faults: "To continue using
+/// CUDA, the process must be terminated and relaunched") is replayed once, with no warm-up,
+/// wherever the replay may run on a GPU, and the report says why: its first run reproduces the
+/// loss, after which nothing of the device opens again in the process. On the H100 the
+/// replay's default warm-up left the measured run `cuDevicePrimaryCtxRetain` failing with
+/// `CUDA_ERROR_ILLEGAL_ADDRESS` (exit 2), and `--repeat 3` made two of three runs fail by the
+/// first one's loss. On the software device (`--backend sim`) the runs asked are run. Here
+/// the software device's lost download is rewritten into CUDA's words; `auto` falls back to
+/// the software device on a machine without a GPU (and with a fault to inject), so the test
+/// states what a GPU host decides (`ReplayOptions::auto_opens_gpu`), injecting no fault, in
+/// the whole and the streamed replay.
+#[test]
+fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
+    let (trace, ix) = lost_download_trace();
+    let sticky = sticky_trace(&trace, &ix);
     let options = |backend| {
         ReplayOptions::default()
             .backend(backend)
             .repeat(3)
             .warmup(1)
+            .captured_fault(false)
+            .auto_opens_gpu(true)
     };
     let once = |report: &Report| {
         let note = report
@@ -595,5 +603,65 @@ fn a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu() {
         let report = replay_with(trace, &options(backend));
         assert_eq!(once(&report), (3, None), "{what}");
         assert_eq!(report.replay.warmup, 1, "{what}");
+    }
+}
+
+/// Where `auto` replays on the software device (it injects the captured fault, or opens no
+/// GPU here), or `--until` ends before the loss, a capture that lost its GPU to a sticky error
+/// is replayed as asked, in the whole and the streamed replay alike. `auto` replayed on the
+/// software device once, without its warm-up, saying a GPU would reproduce the loss; a
+/// streamed replay ran once for a loss past `--until`, naming it, where the whole replay ran
+/// as asked (a break-it pass).
+#[test]
+fn a_sticky_capture_runs_as_asked_where_auto_picks_the_software_device_or_until_ends_before() {
+    let (trace, ix) = lost_download_trace();
+    let sticky = sticky_trace(&trace, &ix);
+    let (_dir, path) = file(&sticky, "sticky.hrxt");
+    let runs = |r: &Report| {
+        let once = r.notes.iter().find(|n| n.contains("replayed once"));
+        (r.replay.repeat, r.replay.warmup, once.cloned())
+    };
+    let auto = || {
+        ReplayOptions::default()
+            .backend(hrx::BackendChoice::Auto)
+            .repeat(3)
+            .warmup(1)
+    };
+    for (what, options) in [
+        (
+            "auto injecting the captured fault",
+            auto().auto_opens_gpu(true),
+        ),
+        (
+            "auto with no GPU",
+            auto().auto_opens_gpu(false).captured_fault(false),
+        ),
+        (
+            "until before the loss",
+            auto()
+                .auto_opens_gpu(true)
+                .captured_fault(false)
+                .until(ix.f - 1),
+        ),
+    ] {
+        let whole = replay_with(&sticky, &options);
+        let streamed = replay_file(&path, &options).expect("streamed replay");
+        assert_eq!(runs(&whole), (3, 1, None), "{what}: whole");
+        assert_eq!(runs(&streamed), (3, 1, None), "{what}: streamed");
+    }
+    // `--until` at the loss keeps it: once, in both.
+    let at = auto()
+        .auto_opens_gpu(true)
+        .captured_fault(false)
+        .until(ix.f);
+    let whole = replay_with(&sticky, &at);
+    let streamed = replay_file(&path, &at).expect("streamed replay");
+    for (what, report) in [("whole", whole), ("streamed", streamed)] {
+        let (repeat, warmup, note) = runs(&report);
+        assert_eq!((repeat, warmup), (1, 0), "until at the loss: {what}");
+        assert!(
+            note.is_some_and(|n| n.contains(&format!("submission {}: device lost:", ix.f))),
+            "until at the loss: {what}"
+        );
     }
 }

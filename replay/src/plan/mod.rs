@@ -245,6 +245,20 @@ pub(crate) struct RuntimePlan<'t> {
     pub sticky_loss: Option<(SubmissionIndex, String)>,
 }
 
+/// Whether `BackendChoice::Auto` opens a GPU in this process (a runtime opened with no fault
+/// and dropped, once): where it does not, `auto` replays on the software device.
+fn auto_opens_gpu() -> bool {
+    static OPENS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OPENS.get_or_init(|| {
+        hrx::Runtime::new(
+            hrx::RuntimeOptions::default()
+                .backend(hrx::BackendChoice::Auto)
+                .environment(false),
+        )
+        .is_ok_and(|runtime| runtime.device_info().backend != "sim")
+    })
+}
+
 /// How often a runtime is replayed in one process: warm-ups, then timed repeats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Runs {
@@ -260,7 +274,7 @@ impl RuntimePlan<'_> {
     /// warm-up would leave the measured run nothing to open, and repeats side by side would
     /// fail by the first one's loss. [`RuntimePlan::single_run_note`] says so.
     pub fn runs(&self, options: &crate::options::ReplayOptions) -> Runs {
-        if self.sticky_loss.is_some() && options.backend != hrx::BackendChoice::Sim {
+        if self.sticky_loss.is_some() && !self.replays_on_sim(options) {
             Runs {
                 warmup: 0,
                 repeat: 1,
@@ -318,7 +332,38 @@ impl RuntimePlan<'_> {
     pub fn times_ops_isolated(&self, options: &crate::options::ReplayOptions) -> bool {
         options.per_op
             && options.isolated
-            && (self.sticky_loss.is_none() || options.backend == hrx::BackendChoice::Sim)
+            && (self.sticky_loss.is_none() || self.replays_on_sim(options))
+    }
+
+    /// Whether this runtime is replayed on the software device: `--backend sim`, or `auto`
+    /// where it injects a fault (which the software device alone does) or opens no GPU on
+    /// this host. A capture that lost its GPU to a sticky error is replayed as asked there:
+    /// `auto` fell back to the software device and still ran it once, saying a GPU would
+    /// reproduce the loss (a break-it pass).
+    pub(crate) fn replays_on_sim(&self, options: &crate::options::ReplayOptions) -> bool {
+        match options.backend {
+            hrx::BackendChoice::Sim => true,
+            hrx::BackendChoice::Auto => {
+                // As `replay_fault` decides: a fault asked, or the captured one injected
+                // (not where it fired before this trace's range).
+                let captured = options.captured_fault
+                    && self.fault.is_some()
+                    && !matches!(
+                        self.range_fault,
+                        Some((
+                            _,
+                            s::RangeFault {
+                                from_start: None,
+                                ..
+                            }
+                        ))
+                    );
+                options.fault.is_some()
+                    || captured
+                    || !options.auto_opens_gpu.unwrap_or_else(auto_opens_gpu)
+            }
+            _ => false,
+        }
     }
 
     /// Whether its replays keep their outputs' contents: a float tolerance compares them, and
