@@ -664,18 +664,43 @@ type Judged = (
 /// change`), how many rows past `--max-slowdown` a rule cleared (each saying why at the
 /// row), and where rows not judged at all are counted.
 fn why_not_caught(injected: &[(String, u32)], report: &hrx_replay::Report) -> String {
-    let mut rows: Vec<(&str, u32, &str, Judged)> = Vec::new();
-    for row in &report.op_timing {
-        if !injected.iter().any(|(entry, _)| *entry == row.label) {
+    let mut rows: Vec<(String, &str, Judged)> = Vec::new();
+    for (entry, _) in injected {
+        let before = rows.len();
+        for row in report.op_timing.iter().filter(|row| row.label == *entry) {
+            let what = format!("{} (op {})", row.label, row.node);
+            if row.captured.is_some() {
+                let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
+                rows.push((what.clone(), "capture", judged));
+            }
+            if let Some(b) = row.baseline {
+                let judged = (b.ratio, b.interval, b.too_few, b.not_slow);
+                rows.push((what, "baseline", judged));
+            }
+        }
+        if rows.len() > before {
             continue;
         }
-        if row.captured.is_some() {
-            let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
-            rows.push((&row.label, row.node, "capture", judged));
-        }
-        if let Some(b) = row.baseline {
-            let judged = (b.ratio, b.interval, b.too_few, b.not_slow);
-            rows.push((&row.label, row.node, "baseline", judged));
+        // No operation row (no `--per-op`): the region rows naming it, which the gate judged
+        // (a replay of the main job said why of no row at all).
+        let names = |label: &str| {
+            label
+                .split_once(": ")
+                .is_some_and(|(_, kernels)| kernels.split(", ").any(|k| k == entry))
+        };
+        for row in report.timing.iter().filter(|row| names(&row.label)) {
+            let what = format!(
+                "{entry}'s region (graph {}, region {})",
+                row.graph, row.region
+            );
+            if row.captured.is_some() {
+                let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
+                rows.push((what.clone(), "capture", judged));
+            }
+            if let Some(b) = row.baseline {
+                let judged = (b.ratio, b.interval, b.too_few, b.not_slow);
+                rows.push((what, "baseline", judged));
+            }
         }
     }
     let cleared = (report.timing.iter())
@@ -690,25 +715,24 @@ fn why_not_caught(injected: &[(String, u32)], report: &hrx_replay::Report) -> St
 
 /// [`why_not_caught`] over the injected operations' judged rows `(label, node, against what,
 /// judgement)` and the count of rows a rule cleared past `max`.
-fn why_not_caught_of(max: f64, rows: &[(&str, u32, &str, Judged)], cleared: usize) -> String {
+fn why_not_caught_of(max: f64, rows: &[(String, &str, Judged)], cleared: usize) -> String {
     let mut why: Vec<String> = (rows.iter())
-        .filter_map(
-            |&(label, node, against, (ratio, interval, too_few, not_slow))| {
-                let reason = match (not_slow, interval) {
-                    (Some(why), _) => format!("not slow: {}", why.describe()),
-                    (None, _) if too_few => "too few to judge".to_owned(),
-                    (None, Some((low, _))) if low <= max => format!(
-                        "its interval's low end not past --max-slowdown {}",
-                        hrx_analysis::units::ratio(max)
-                    ),
-                    (None, _) => "not judged".to_owned(),
-                };
-                Some(format!(
-                    "{label} (op {node}) against the {against}: {}, {reason}",
-                    hrx_analysis::units::ratio_with_interval(ratio?, interval)
-                ))
-            },
-        )
+        .filter_map(|(what, against, (ratio, interval, too_few, not_slow))| {
+            let (ratio, interval, too_few, not_slow) = (*ratio, *interval, *too_few, *not_slow);
+            let reason = match (not_slow, interval) {
+                (Some(why), _) => format!("not slow: {}", why.describe()),
+                (None, _) if too_few => "too few to judge".to_owned(),
+                (None, Some((low, _))) if low <= max => format!(
+                    "its interval's low end not past --max-slowdown {}",
+                    hrx_analysis::units::ratio(max)
+                ),
+                (None, _) => "not judged".to_owned(),
+            };
+            Some(format!(
+                "{what} against the {against}: {}, {reason}",
+                hrx_analysis::units::ratio_with_interval(ratio?, interval)
+            ))
+        })
         .collect();
     why.push(format!(
         "{} past --max-slowdown but cleared by the replay's own run-to-run change, a \
@@ -959,14 +983,12 @@ mod tests {
         let within = hrx_replay::NotSlow::RunToRun { ratio: 2.378 };
         let rows = [
             (
-                "hrx_sobel",
-                4,
+                "hrx_sobel (op 4)".to_owned(),
                 "capture",
                 (Some(0.7), Some((0.6, 0.8)), false, None),
             ),
             (
-                "hrx_sobel",
-                4,
+                "hrx_sobel (op 4)".to_owned(),
                 "baseline",
                 (Some(3.45), Some((2.06, 4.94)), false, Some(within)),
             ),
@@ -982,7 +1004,11 @@ mod tests {
              ...`); rows too few or too spread to judge are counted on the report's `not \
              judged:` line"
         );
-        let few = [("hrx_sobel", 4, "baseline", (Some(2.0), None, true, None))];
+        let few = [(
+            "hrx_sobel (op 4)".to_owned(),
+            "baseline",
+            (Some(2.0), None, true, None),
+        )];
         assert!(
             super::why_not_caught_of(1.5, &few, 0).starts_with(
                 "hrx_sobel (op 4) against the baseline: 2.00x, too few to judge; 0 rows"

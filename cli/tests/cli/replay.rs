@@ -1449,6 +1449,13 @@ fn an_injected_slowdown_is_said_and_a_kernel_it_cannot_find_is_refused() {
         })
         .unwrap_or_else(|| panic!("{said}"));
     assert!(!line.contains("  "), "one sentence, single-spaced: {line}");
+    // Without `--per-op` the region rows naming it say why (they said nothing of any row: a
+    // break-it pass).
+    assert!(
+        line.contains(&format!("{known}'s region (graph "))
+            && line.contains("against the capture: "),
+        "{line}"
+    );
     let plain = run(dir.path(), &["replay", "h.hrxt", "--report", "json"]);
     let plain: serde_json::Value = serde_json::from_str(&stdout(&plain)).unwrap();
     assert!(plain["replay"].get("slowdowns").is_none());
