@@ -1092,8 +1092,8 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        // The hash sleeps after it has read the last piece, which the copy wrote last: the
-        // writer waits at least that long, whatever the machine's load.
+        // The hash sleeps once its writer has begun to wait for it: the writer waits at least
+        // that long, whatever the machine's load.
         let slow = waits();
         assert!(
             slow.iter()

@@ -1234,8 +1234,9 @@ thread_local! {
     /// Whether [`hash_beside`] on this thread waits (up to 10 s) after its copy for a hashing
     /// thread to start the hash, so that a test's hash is never cancelled by timing.
     pub(crate) static BESIDE_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// How long a hash taken beside this thread's copy ([`hash_beside`]) sleeps before it is
-    /// done: a hashing thread preempted mid-hash, for a test of what its writer waited.
+    /// How long a hash taken beside this thread's copy ([`hash_beside`]) sleeps, once its
+    /// writer has begun to wait for it, before it is done: a hashing thread preempted
+    /// mid-hash, for a test of what its writer waited.
     pub(crate) static BESIDE_HASH_DELAY: std::cell::Cell<std::time::Duration> =
         const { std::cell::Cell::new(std::time::Duration::ZERO) };
 }
@@ -1280,6 +1281,9 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8], hook: Option<&Hook<'_>>) -
         /// may read them.
         copied: AtomicUsize,
         xxh3: std::sync::atomic::AtomicU64,
+        /// Whether the writer has begun to wait for the hash ([`BESIDE_HASH_DELAY`]).
+        #[cfg(test)]
+        waiting: std::sync::atomic::AtomicBool,
     }
     /// `dst`, for the hashing thread: read only between `STARTED` and `DONE`, and only its
     /// bytes below `copied`.
@@ -1300,6 +1304,8 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8], hook: Option<&Hook<'_>>) -
         let done = || state.load(Ordering::Acquire) == DONE;
         if !done() {
             let start_ns = hook.map(Hook::now_ns);
+            #[cfg(test)]
+            beside.waiting.store(true, Ordering::Release);
             if !crate::sync::spin_until(done) {
                 while !done() {
                     std::thread::yield_now();
@@ -1322,6 +1328,8 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8], hook: Option<&Hook<'_>>) -
         state: std::sync::atomic::AtomicU8::new(QUEUED),
         copied: AtomicUsize::new(0),
         xxh3: std::sync::atomic::AtomicU64::new(0),
+        #[cfg(test)]
+        waiting: std::sync::atomic::AtomicBool::new(false),
     });
     // Every access to `dst` below goes through this pointer, so the hashing thread's reads and
     // this thread's writes are of disjoint bytes of one allocation.
@@ -1357,8 +1365,15 @@ pub(crate) fn hash_beside(dst: &mut [u8], src: &[u8], hook: Option<&Hook<'_>>) -
             hashed = to;
         }
         job_state.xxh3.store(hasher.digest(), Ordering::Release);
+        // A slowed hash keeps its writer waiting `delay` from when it began to wait, whatever
+        // the machine's load did to either thread before.
         #[cfg(test)]
-        std::thread::sleep(delay);
+        if !delay.is_zero() {
+            while !job_state.waiting.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(delay);
+        }
         state.store(DONE, Ordering::Release);
     });
     if threads.send(job).is_err() {
