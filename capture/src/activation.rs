@@ -494,8 +494,21 @@ fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
 /// The pids of the processes whose reports in `dir` ([`TRACE_PATHS_ENV`]) name `path`;
 /// `None` where `dir` cannot be read.
 fn reporters_in(dir: &Path, path: &Path) -> Option<Vec<u32>> {
-    use std::os::unix::ffi::OsStrExt;
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let reports = reports_by_pid(dir)?;
+    Some(
+        (reports.into_iter())
+            .filter_map(|(pid, named)| (named == path).then_some(pid))
+            .collect(),
+    )
+}
+
+/// The reports of directory `dir` ([`TRACE_PATHS_ENV`]): each reporting process's pid (its
+/// report's name, `PID`, or `PID.N` after an `exec`) and the file it named; `None` where
+/// `dir` cannot be read. Other files there (`hrx-trace record`'s claim) are no reports. The
+/// one reading of the reports, for the runtime and `hrx-trace record`.
+pub fn reports_by_pid(dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
+    use std::os::unix::ffi::OsStrExt;
     let entries = std::fs::read_dir(dir).ok()?;
     Some(
         entries
@@ -506,7 +519,7 @@ fn reporters_in(dir: &Path, path: &Path) -> Option<Vec<u32>> {
                 let pid = name.split_once('.').map_or(name, |(pid, _)| pid);
                 let pid = pid.parse::<u32>().ok()?;
                 let bytes = std::fs::read(entry.path()).ok()?;
-                (bytes == path.as_os_str().as_bytes()).then_some(pid)
+                Some((pid, PathBuf::from(std::ffi::OsStr::from_bytes(&bytes))))
             })
             .collect(),
     )

@@ -64,7 +64,7 @@ pub use activation::{
     TRACE_ENV, TRACE_PATHS_ENV, TRACE_SESSION_ENV, annotation_name, close_range, current, deleted,
     enabled, expand_path, file_identity, has_sequence, install, install_from_env,
     install_or_current, installed_path, moved_to, now_ns, open_range, own_path, record,
-    record_on_thread, shutdown, uninstall,
+    record_on_thread, reports_by_pid, shutdown, uninstall,
 };
 pub use note::append_to_unclosed;
 pub use range::{CaptureRange, TRACE_RANGE_ENV};

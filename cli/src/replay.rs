@@ -658,6 +658,26 @@ type Judged = (
     Option<hrx_replay::NotSlow>,
 );
 
+/// A row's judgements for [`why_not_caught`]: against the capture (where the row has captured
+/// times) and against the baseline (where it has one).
+fn push_judged(
+    rows: &mut Vec<(String, &str, Judged)>,
+    what: String,
+    captured: Option<Judged>,
+    baseline: Option<&hrx_replay::BaselineMatch>,
+) {
+    if let Some(judged) = captured {
+        rows.push((what.clone(), "capture", judged));
+    }
+    if let Some(b) = baseline {
+        rows.push((
+            what,
+            "baseline",
+            (b.ratio, b.interval, b.too_few, b.not_slow),
+        ));
+    }
+}
+
 /// Why the rows of a missed injection were not slow, for its warning: each injected
 /// operation's own rows, their ratios and why they were not slow (`hrx_sobel (op 4) against
 /// the baseline: 3.45x [2.06x..4.94x], not slow: within the replay's own 2.38x run-to-run
@@ -668,15 +688,13 @@ fn why_not_caught(injected: &[(String, u32)], report: &hrx_replay::Report) -> St
     for (entry, _) in injected {
         let before = rows.len();
         for row in report.op_timing.iter().filter(|row| row.label == *entry) {
-            let what = format!("{} (op {})", row.label, row.node);
-            if row.captured.is_some() {
-                let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
-                rows.push((what.clone(), "capture", judged));
-            }
-            if let Some(b) = row.baseline {
-                let judged = (b.ratio, b.interval, b.too_few, b.not_slow);
-                rows.push((what, "baseline", judged));
-            }
+            let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
+            push_judged(
+                &mut rows,
+                format!("{} (op {})", row.label, row.node),
+                row.captured.is_some().then_some(judged),
+                row.baseline.as_ref(),
+            );
         }
         if rows.len() > before {
             continue;
@@ -689,18 +707,16 @@ fn why_not_caught(injected: &[(String, u32)], report: &hrx_replay::Report) -> St
                 .is_some_and(|(_, kernels)| kernels.split(", ").any(|k| k == entry))
         };
         for row in report.timing.iter().filter(|row| names(&row.label)) {
-            let what = format!(
-                "{entry}'s region (graph {}, region {})",
-                row.graph, row.region
+            let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
+            push_judged(
+                &mut rows,
+                format!(
+                    "{entry}'s region (graph {}, region {})",
+                    row.graph, row.region
+                ),
+                row.captured.is_some().then_some(judged),
+                row.baseline.as_ref(),
             );
-            if row.captured.is_some() {
-                let judged = (row.ratio, row.interval, row.too_few, row.not_slow);
-                rows.push((what.clone(), "capture", judged));
-            }
-            if let Some(b) = row.baseline {
-                let judged = (b.ratio, b.interval, b.too_few, b.not_slow);
-                rows.push((what, "baseline", judged));
-            }
         }
     }
     let cleared = (report.timing.iter())

@@ -446,24 +446,10 @@ fn read_reported(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
-/// The reports of directory `dir`: each reporting process's pid (its report's name, `PID`
-/// or `PID.N` after an `exec`) and the file it named. Other files there (this recording's
-/// [`claim`]) are no reports.
+/// The reports of directory `dir`: each reporting process's pid and the file it named
+/// ([`hrx_capture::reports_by_pid`]); none where `dir` cannot be read.
 fn read_reported_by_pid(dir: &Path) -> Vec<(u32, PathBuf)> {
-    use std::os::unix::ffi::OsStrExt;
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let name = entry.file_name();
-            let name = name.to_str()?;
-            let pid = name.split_once('.').map_or(name, |(pid, _)| pid);
-            let pid = pid.parse::<u32>().ok()?;
-            let bytes = std::fs::read(entry.path()).ok()?;
-            Some((pid, PathBuf::from(std::ffi::OsStr::from_bytes(&bytes))))
-        })
-        .collect()
+    hrx_capture::reports_by_pid(dir).unwrap_or_default()
 }
 
 /// Whether `output` holds a pattern that gives each process its own file.
