@@ -323,6 +323,24 @@ fn a_workload_is_refused_a_name_another_recording_claimed() {
     assert_eq!(code(&first), 0, "{said}");
 }
 
+/// `record -o t.hrxt -- sh -c ...` in `dir` whose program closes a trace of 2 submissions,
+/// touches `closed` and waits for a file `go`, then runs `then` (shell, after a `;`),
+/// returned once `closed` exists.
+fn recording_held_at_go(dir: &Path, then: &str) -> std::process::Child {
+    let child = hrx_trace(dir)
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c"])
+        .arg(format!(
+            "\"$T\" 2; touch closed; while [ ! -e go ]; do sleep 0.01; done{then}"
+        ))
+        .env("T", traced())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.join("closed"));
+    child
+}
+
 /// Waits until `path` exists (made by a process the test started).
 fn wait_for(path: &Path) {
     while !path.exists() {
@@ -354,16 +372,7 @@ fn a_trace_another_recording_replaced_is_said_lost_not_summarised_as_this_ones()
         for name in ["closed", "go"] {
             let _ = std::fs::remove_file(dir.path().join(name));
         }
-        let child = hrx_trace(dir.path())
-            .args(["record", "-o", "t.hrxt", "--", "sh", "-c"])
-            .arg("\"$T\" 2; touch closed; while [ ! -e go ]; do sleep 0.01; done")
-            .env("T", traced())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_for(&dir.path().join("closed"));
-        child
+        recording_held_at_go(dir.path(), "")
     };
     let lost = |out: &std::process::Output, other: u32| {
         let err = stderr(out);
@@ -433,15 +442,7 @@ fn a_trace_another_recording_replaced_is_said_lost_not_summarised_as_this_ones()
 #[test]
 fn a_trace_another_recording_replaced_is_not_called_a_siblings() {
     let dir = tempfile::tempdir().unwrap();
-    let running = hrx_trace(dir.path())
-        .args(["record", "-o", "t.hrxt", "--", "sh", "-c"])
-        .arg("\"$T\" 2; touch closed; while [ ! -e go ]; do sleep 0.01; done; \"$T\" 1")
-        .env("T", traced())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&dir.path().join("closed"));
+    let running = recording_held_at_go(dir.path(), "; \"$T\" 1");
     let other = hrx_trace(dir.path())
         .args(["record", "-o", "t.hrxt", "--"])
         .arg(traced())
