@@ -120,11 +120,13 @@ pub(crate) fn json(path: &Path, stats: &TraceInfo, live: bool) -> Value {
             "last_activity_ns": stats.last_activity_ns,
         },
         "capture": what_it_is(stats, live),
-        // `stats`' shape (a fresh user found each verb's its own), with `info`'s older keys.
+        // `stats`' shape (a fresh user found each verb's its own), with `info`'s older keys:
+        // `per_cpu_last` is `last_per_cpu` under its older name, equal at every count of
+        // samples (it was null at one sample beside `last_per_cpu`'s figure, two answers).
         "host_load": stats.host_load.map(|h| {
             let mut load = crate::kernel_stats::host_load_value(h.samples, h.highest, h.last);
             load["per_cpu_first"] = h.first.into();
-            load["per_cpu_last"] = (h.samples > 1).then_some(h.last).into();
+            load["per_cpu_last"] = load["last_per_cpu"].clone();
             load
         }),
         "live": live,

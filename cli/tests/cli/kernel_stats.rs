@@ -398,6 +398,16 @@ fn stats_of_a_recording_on_a_loaded_host_says_so() {
         );
     }
     assert_eq!(info["host_load"]["per_cpu_first"], 2.5);
+    assert_eq!(info["host_load"]["per_cpu_last"], 2.5);
+    // Of one sample, the older key says what the new one says: it was null beside
+    // `last_per_cpu`'s 2.5 (a break-it pass).
+    one_sample_copy(dir.path(), "loaded.hrxt", "one.hrxt");
+    let info: Value =
+        serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", "one.hrxt"]))).unwrap();
+    let load = &info["host_load"];
+    assert_eq!(load["samples"], 1, "{load}");
+    assert_eq!(load["last_per_cpu"], 2.5, "{load}");
+    assert_eq!(load["per_cpu_last"], load["last_per_cpu"], "{load}");
     // On a quiet host it says nothing, and the JSON says not loaded.
     let quiet = run(dir.path(), &["stats", "--json", "quiet.hrxt"]);
     let json: Value = serde_json::from_str(&stdout(&quiet)).unwrap();
@@ -406,6 +416,29 @@ fn stats_of_a_recording_on_a_loaded_host_says_so() {
         let text = stdout(&run(dir.path(), &["stats", "quiet.hrxt"]));
         assert!(!text.lines().any(|l| l.starts_with("host load ")), "{text}");
     }
+}
+
+/// A copy of trace `from` in `dir` keeping only its first host load sample.
+fn one_sample_copy(dir: &std::path::Path, from: &str, to: &str) {
+    use hrx_capture::Record;
+    use hrx_capture::schema::HOST_LOAD_COUNTER;
+    let trace = hrx_capture::read_all(dir.join(from)).unwrap();
+    let (mut name, mut samples) = (None, 0);
+    let records: Vec<Record> = (trace.records.into_iter())
+        .filter(|record| match record {
+            Record::AnnotationName(n) if n.text == HOST_LOAD_COUNTER => {
+                name = Some(n.name);
+                true
+            }
+            Record::CounterSample(c) if Some(c.name) == name => {
+                samples += 1;
+                samples == 1
+            }
+            _ => true,
+        })
+        .collect();
+    assert!(samples > 1, "{from} holds {samples} host load samples");
+    write_records(&dir.join(to), records.into_iter());
 }
 
 /// `stats --help` says which JSON key holds which table: region rows under `regions`, and
