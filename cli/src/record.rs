@@ -190,12 +190,11 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         .ok();
     // One recording at a time into one file: a second `record` started in the same instant
     // is refused as one started later is ([`crate::traces::claim`]).
-    let mut claimed = None;
-    if let Some(reports) = &reports
-        && !crate::traces::per_process(&args.output)
-    {
-        claimed = crate::traces::claim(reports.path(), &expanded)?;
-    }
+    let claimed = if crate::traces::per_process(&args.output) {
+        None
+    } else {
+        crate::traces::claim(reports.as_ref().map(|r| r.path()), &expanded)?
+    };
     // Handlers first: a signal that arrives while the program starts is held, then sent.
     let forwarding = signals::install();
     let range = capture_range(args)?;
@@ -233,9 +232,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
     forwarding.forward_to(child.id());
     let child_pid = child.id();
     let (status, reaped) = wait_for_all(program, child, &forwarding)?;
-    if let Some(reports) = &reports {
-        crate::traces::withdraw_claim(reports.path());
-    }
+    // Withdrawn: a `record` still summarising refuses no later one.
     drop(claimed);
     forwarding.note_forwarded(program);
     let forwarded = forwarding.stop();

@@ -287,51 +287,72 @@ pub fn sweep_reports(dir: &Path) {
     }
 }
 
-/// The file in a `record`'s reports directory naming the trace it is about to record
-/// ([`claim`]): not a report (its name is no pid).
-const CLAIM: &str = "claim";
+/// A `record`'s claim on the trace it is about to record ([`claim`]): the hidden file
+/// `.NAME.claim` beside the trace (in its folder as [`trace_key`] names it), locked while the
+/// claim stands, naming the claiming `record`'s pid and reports directory. Dropped, it is
+/// removed (still locked, so that no `record` takes the lock of a file no longer there
+/// unawares: [`claim`] checks that the path still names the file it locked).
+#[derive(Debug)]
+pub struct Claim {
+    path: PathBuf,
+    /// Holds the lock; closed after `drop` removed the path.
+    file: std::fs::File,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The claim file of the trace `key` ([`trace_key`]): `.NAME.claim` beside it.
+fn claim_path(key: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(key.file_name().unwrap_or_default());
+    name.push(".claim");
+    key.with_file_name(name)
+}
 
 /// Claims the trace `trace` (`-o` as this process expands it, without `%p` or `%n`) for the
-/// recording whose reports directory is `reports`, or refuses it as `check_output` refuses a
-/// trace another recorder is writing ([`crate::record::refuse_live`]): the same refusal
-/// whether the other recording's program has opened the trace yet or not. `record --
-/// PROGRAM` and `record --workload` both claim theirs (a workload's claim stands until it
-/// closes its trace: its process writes no report).
+/// recording whose reports directory is `reports` (none for `record --workload`, whose
+/// process writes no report), or refuses it as `check_output` refuses a trace another
+/// recorder is writing ([`crate::record::refuse_live`]): the same refusal whether the other
+/// recording's program has opened the trace yet or not. `record -- PROGRAM` and `record
+/// --workload` both claim theirs, and hold the [`Claim`] until their program ended or their
+/// workload closed its trace.
 ///
 /// `check_output`'s probe of the trace's lock alone let two `record`s started together
 /// both through (neither program had opened the trace yet): both programs ran, and the
 /// second took the first's new trace for a sibling's (`HRX_TRACE_SESSION`, what the file
 /// was before either started, is the same for both) and recorded into `NAME.PID.EXT`,
 /// "written by another process of this recording" (a break-it pass: 2 of 10 tries). So a
-/// `record` names its trace in its reports directory (`claim`) before its program starts,
-/// and a later one is refused while that claim stands: its `record` runs and no process of
-/// its recording has reported writing the trace yet (once one has, the trace's own lock
-/// refuses others while it is written; once it is closed, a later recording replaces it, as
-/// `-o` does, and the first `record` says its trace was replaced). Claims are checked and
-/// made under a lock on the directory holding the reports directories, so of two `record`s
-/// started in the same instant exactly one goes on. Best effort where that directory
-/// cannot be locked (the claim is still made).
+/// `record` claims its trace before its program starts, and a later one is refused while
+/// that claim stands: its `record` holds the claim file's lock and no process of its
+/// recording has reported writing the trace yet (once one has, the trace's own lock refuses
+/// others while it is written; once it is closed, a later recording replaces it, as `-o`
+/// does, and the first `record` says its trace was replaced). Of two `record`s started in
+/// the same instant exactly one takes the lock.
 ///
-/// The claim stands while the returned file is open: its lock ([`live_claim`]) tells a
-/// `record` still running from another process that took its pid since (a `record`
-/// SIGKILLed runs no clean-up, and pids come round again: its claim refused every later
-/// `record` into the trace while any process had its pid, naming that process as a
-/// `record`: a break-it pass).
+/// The claim sits beside the trace, where every `record` into it looks: kept in the
+/// claiming `record`'s temporary directory (session 56), it was not seen by a `record` with
+/// another `TMPDIR`, and both recorded (a break-it pass). Its lock tells a `record` still
+/// running from one killed: a `record` SIGKILLed runs no clean-up and leaves the file,
+/// unlocked, which the next `record` takes over. A folder where no claim file can be made
+/// (an earlier trace writable in a folder that is not, which a recording empties in place)
+/// gets none: the trace's own lock still refuses a second recorder once the first writes.
 ///
 /// # Errors
 ///
 /// A [`Failure`] naming the trace: another recorder writes it, or another `record` (its
-/// pid in the hint) claimed it.
+/// pid in the hint, where its claim says it) claimed it.
 pub fn claim(
-    reports: &Path,
+    reports: Option<&Path>,
     trace: &Path,
-) -> Result<Option<std::fs::File>, crate::failure::Failure> {
-    let Some(parent) = reports.parent() else {
-        return Ok(None);
-    };
-    // Held while the claims are read and this one made: released when dropped.
-    let lock = std::fs::File::open(parent).and_then(|dir| dir.lock().map(|()| dir));
+) -> Result<Option<Claim>, crate::failure::Failure> {
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
     let key = trace_key(trace);
+    let path = claim_path(&key);
     // A `record` run by another's program (`record -- sh -c 'hrx-trace record --workload
     // ...'`) is a process of that recording: its claim is no other recorder's (the nested
     // recording's program, or workload, writes the trace the outer one claimed).
@@ -339,75 +360,88 @@ pub fn claim(
     let enclosing = std::env::var_os(hrx_capture::TRACE_PATHS_ENV)
         .filter(|dir| !dir.is_empty())
         .map(|dir| canonical(Path::new(&dir)));
-    let claimed_by = std::fs::read_dir(parent)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|dir| dir.as_path() != reports)
-        .filter(|dir| enclosing.as_deref() != Some(canonical(dir).as_path()))
-        .find_map(|dir| live_claim(&dir, &key));
-    if let Some(pid) = claimed_by {
-        return Err(crate::failure::Failure::new(format!(
-            "cannot write the trace to {}: another recorder is writing it",
-            hrx_capture::ShowPath::shown(trace)
-        ))
-        .hint(format!(
-            "`hrx-trace record` (pid {pid}) records into it (its program or workload may not \
-             have opened it yet): choose another -o file, or wait for that recording to end"
-        )));
+    // Tried again where the file locked was removed meanwhile (its `record` ended).
+    for _ in 0..16 {
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path);
+        let Ok(file) = opened else {
+            crate::record::refuse_live(trace, "the trace")?;
+            return Ok(None);
+        };
+        match file.try_lock() {
+            Ok(()) if !same_file(&file, &path) => continue,
+            Ok(()) => {
+                // None, or one a killed `record` left: this recording's from now on.
+                let claim = Claim {
+                    path: path.clone(),
+                    file,
+                };
+                // After the claim: a claim given up since, its program having opened the
+                // trace, left the trace's lock in its place.
+                crate::record::refuse_live(trace, "the trace")?;
+                let mut text = format!("{}\n", std::process::id()).into_bytes();
+                text.extend_from_slice(reports.map(Path::as_os_str).unwrap_or_default().as_bytes());
+                let mut file = &claim.file;
+                let _ = file.set_len(0).and_then(|()| file.write_all(&text));
+                return Ok(Some(claim));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let (pid, dir) = claimant(&std::fs::read(&path).unwrap_or_default());
+                if let Some(dir) = &dir {
+                    if enclosing.as_deref() == Some(canonical(dir).as_path()) {
+                        return Ok(None);
+                    }
+                    // Its program opened the trace: the trace's own lock says the rest.
+                    if read_reported(dir).iter().any(|p| trace_key(p) == key) {
+                        crate::record::refuse_live(trace, "the trace")?;
+                        return Ok(None);
+                    }
+                }
+                return Err(crate::failure::Failure::new(format!(
+                    "cannot write the trace to {}: another recorder is writing it",
+                    hrx_capture::ShowPath::shown(trace)
+                ))
+                .hint(format!(
+                    "`hrx-trace record`{} records into it (its program or workload may not \
+                     have opened it yet): choose another -o file, or wait for that recording \
+                     to end",
+                    pid.map_or_else(String::new, |pid| format!(" (pid {pid})"))
+                )));
+            }
+            Err(std::fs::TryLockError::Error(_)) => {
+                crate::record::refuse_live(trace, "the trace")?;
+                return Ok(None);
+            }
+        }
     }
-    // After the claims: a claim given up since, its program having opened the trace, left
-    // the trace's lock in its place.
     crate::record::refuse_live(trace, "the trace")?;
-    use std::io::Write;
-    use std::os::unix::ffi::OsStrExt;
-    // Locked before it names the trace, so that no reader finds it named and unlocked.
-    let held = std::fs::File::create(reports.join(CLAIM))
-        .and_then(|mut file| {
-            file.lock()?;
-            file.write_all(key.as_os_str().as_bytes())?;
-            Ok(file)
-        })
-        .ok();
-    drop(lock);
-    Ok(held)
+    Ok(None)
 }
 
-/// Withdraws this recording's [`claim`] (its program ended): a `record` still summarising
-/// refuses no later one.
-pub fn withdraw_claim(reports: &Path) {
-    let _ = std::fs::remove_file(reports.join(CLAIM));
+/// Whether `path` names the open `file` (not removed or replaced since it was opened).
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
-/// The pid of the `record` whose reports directory `dir` claims the trace `key` and whose
-/// claim stands: that `record` runs, and no process of its recording reported writing the
-/// trace.
-fn live_claim(dir: &Path, key: &Path) -> Option<u32> {
+/// What a claim file holds: the claiming `record`'s pid, then its reports directory (empty
+/// for a workload's); `None` for what is not there yet (a claim being written).
+fn claimant(text: &[u8]) -> (Option<u32>, Option<PathBuf>) {
     use std::os::unix::ffi::OsStrExt;
-    let pid = dir
-        .file_name()?
-        .to_str()?
-        .strip_prefix(REPORTS_PREFIX)?
-        .split_once('-')?
-        .0
-        .parse::<u32>()
-        .ok()?;
-    let claimed = std::fs::read(dir.join(CLAIM)).ok()?;
-    if std::ffi::OsStr::from_bytes(&claimed) != key.as_os_str() {
-        return None;
-    }
-    if !Path::new(&format!("/proc/{pid}")).exists() {
-        return None;
-    }
-    // Its `record` holds the claim's lock while it runs: one that can be taken is a claim
-    // its `record` left when it was killed, whatever process has its pid now.
-    if let Ok(file) = std::fs::File::open(dir.join(CLAIM))
-        && file.try_lock_shared().is_ok()
-    {
-        return None;
-    }
-    let opened = read_reported(dir).iter().any(|path| trace_key(path) == key);
-    (!opened).then_some(pid)
+    let (pid, dir) = match text.iter().position(|&b| b == b'\n') {
+        Some(at) => (&text[..at], &text[at + 1..]),
+        None => (text, &[][..]),
+    };
+    let pid = std::str::from_utf8(pid).ok().and_then(|p| p.parse().ok());
+    let dir = (!dir.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(dir)));
+    (pid, dir)
 }
 
 /// What two names of one trace file have in common: through a symbolic link its target
@@ -482,46 +516,50 @@ mod tests {
     }
 
     /// A trace another running `record` claimed is refused, naming that `record`, until a
-    /// process of its recording reports writing it; a claim of a `record` no longer running
-    /// refuses nothing; a claim is made where none stands.
+    /// process of its recording reports writing it; a claim no `record` holds (left by one
+    /// killed) is taken over; a claim is made where none stands, beside the trace, and goes
+    /// when dropped; a `record` run by the claimant's program is not refused.
     #[test]
     fn a_claim_stands_until_its_recording_reports_the_trace() {
         let tmp = tempfile::tempdir().unwrap();
         let traces = tempfile::tempdir().unwrap();
         let trace = traces.path().join("t.hrxt");
-        let key = trace_key(&trace);
-        let claimed = |dir: &Path| {
-            std::fs::create_dir(dir).unwrap();
-            std::fs::write(dir.join(CLAIM), key.as_os_str().as_encoded_bytes()).unwrap();
-        };
-        // Past Linux's largest pid (2^22): never running.
-        claimed(&tmp.path().join(format!("{REPORTS_PREFIX}4194305-gone")));
+        let beside = traces.path().join(".t.hrxt.claim");
         // A claim its `record` no longer holds, whose pid a process has now (this one):
         // left by a `record` killed before its program opened the trace.
-        claimed(&tmp.path().join(format!("{}killed", reports_prefix())));
+        std::fs::write(&beside, format!("{}\n/gone", std::process::id())).unwrap();
         let ours = tmp.path().join(format!("{}ours", reports_prefix()));
         std::fs::create_dir(&ours).unwrap();
-        let _held = claim(&ours, &trace).unwrap();
-        assert_eq!(live_claim(&ours, &key), Some(std::process::id()));
-        // Another running `record` (this process, as far as /proc tells) claimed it.
-        let other = tmp.path().join(format!("{}other", reports_prefix()));
-        let refused = claim(&other, &trace).unwrap_err().to_string();
-        assert!(
-            refused.contains("another recorder is writing it"),
-            "{refused}"
+        let held = claim(Some(&ours), &trace).unwrap().expect("a claim");
+        assert_eq!(
+            claimant(&std::fs::read(&beside).unwrap()),
+            (Some(std::process::id()), Some(ours.clone()))
         );
-        std::fs::create_dir(&other).unwrap();
-        assert!(claim(&other, &trace).is_err());
+        // Another `record` (another reports directory, as a `TMPDIR` of its own gives) is
+        // refused while the claim stands, a workload's too.
+        let other = tempfile::tempdir().unwrap();
+        for reports in [Some(other.path()), None] {
+            let refused = claim(reports, &trace).unwrap_err().to_string();
+            assert!(
+                refused.contains("another recorder is writing it"),
+                "{refused}"
+            );
+        }
         // Its program's process reported writing the trace: the claim gives way (the
         // trace's own lock refuses others while it is written).
         std::fs::write(ours.join("123"), trace.as_os_str().as_encoded_bytes()).unwrap();
-        let _other = claim(&other, &trace).unwrap();
-        // No report: the claim file is not one.
+        assert!(claim(Some(other.path()), &trace).unwrap().is_none());
+        // No report: the claim file is not one, nor in the reports directory.
         assert_eq!(
             read_reported_by_pid(&ours),
             [(123, trace.clone())],
             "{ours:?}"
         );
+        // Dropped, it is gone, and the next `record` claims the trace.
+        drop(held);
+        assert!(!beside.exists());
+        let next = claim(Some(other.path()), &trace).unwrap();
+        assert!(next.is_some() && beside.exists());
     }
 
     #[test]

@@ -190,18 +190,11 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // refused the same way, whichever of the two it is. Withdrawn once the trace is closed
     // (a later recording then replaces it, as `-o` does, and the check after the read says
     // so); a name with `%p` or `%n` is each process's own.
-    let reports = (!crate::traces::per_process(&args.output))
-        .then(|| {
-            crate::traces::sweep_reports(&std::env::temp_dir());
-            tempfile::Builder::new()
-                .prefix(&crate::traces::reports_prefix())
-                .tempdir()
-                .ok()
-        })
-        .flatten();
-    if let Some(reports) = &reports {
-        crate::traces::claim(reports.path(), &output)?;
-    }
+    let claimed = if crate::traces::per_process(&args.output) {
+        None
+    } else {
+        crate::traces::claim(None, &output)?
+    };
     // The runtime expands the patterns itself (this process's `%p`; `%n` the first number
     // free when it creates the file, so that two workloads started together take two):
     // `installed_path` says which file it wrote.
@@ -250,9 +243,9 @@ pub fn run(name: &str, args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow:
     // Closes the trace even when the run failed: the trace of a failure is the point.
     let closed = hrx::close_trace();
     drop(stop);
-    if let Some(reports) = &reports {
-        crate::traces::withdraw_claim(reports.path());
-    }
+    // The claim held until the trace is closed: the lock a claim stands by (session 56)
+    // was let go at once, and the claim with it.
+    drop(claimed);
     // The file this run's runtime created, if it created one.
     let installed = hrx_capture::installed_path();
     if earlier && installed.as_deref() == Some(output.as_path()) {

@@ -323,6 +323,66 @@ fn a_workload_is_refused_a_name_another_recording_claimed() {
     assert_eq!(code(&first), 0, "{said}");
 }
 
+/// Two `record`s to one `-o`, each with a `TMPDIR` of its own (its reports directory
+/// there): the second is refused while the first's program has not opened the trace, as
+/// with one `TMPDIR`. Both ran (the second into `t.PID.hrxt`, "written by another process of
+/// this recording"): the claim was looked for among the reports directories of the second's
+/// own temporary directory (a break-it pass). The claim sits beside the trace, and goes
+/// with its `record`.
+#[test]
+fn a_record_with_another_tmpdir_is_refused_a_name_another_recording_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tmp_a, tmp_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let script = "touch ran; while [ ! -e go ]; do sleep 0.01; done";
+    let first = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", script])
+        .env("TMPDIR", tmp_a.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first_pid = first.id();
+    wait_for(&dir.path().join("ran"));
+    let second = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", "touch second"])
+        .env("TMPDIR", tmp_b.path())
+        .output()
+        .unwrap();
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    let first = first.wait_with_output().unwrap();
+    let said = format!(
+        "second: {}{}\nfirst: {}{}",
+        stdout(&second),
+        stderr(&second),
+        stdout(&first),
+        stderr(&first)
+    );
+    assert_eq!(code(&second), 2, "{said}");
+    assert!(
+        stderr(&second)
+            .contains("error: cannot write the trace to t.hrxt: another recorder is writing it"),
+        "{said}"
+    );
+    assert!(
+        stderr(&second).contains(&format!(
+            "`hrx-trace record` (pid {first_pid}) records into it"
+        )),
+        "{said}"
+    );
+    assert!(!dir.path().join("second").exists(), "{said}");
+    assert_eq!(code(&first), 0, "{said}");
+    // The claim went with its `record`: nothing is left beside the trace, and a later
+    // `record` with the other `TMPDIR` runs.
+    assert!(!dir.path().join(".t.hrxt.claim").exists(), "{said}");
+    let later = hrx_trace(dir.path())
+        .args(["record", "-o", "t.hrxt", "--", "sh", "-c", "touch later"])
+        .env("TMPDIR", tmp_b.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&later), 0, "{}", stderr(&later));
+    assert!(dir.path().join("later").exists());
+}
+
 /// `record -o t.hrxt -- sh -c ...` in `dir` whose program closes a trace of 2 submissions,
 /// touches `closed` and waits for a file `go`, then runs `then` (shell, after a `;`),
 /// returned once `closed` exists.
