@@ -115,7 +115,7 @@ pub(crate) const BLOB_NOTE_BYTES: usize = 256 << 20;
 /// one or two per submission that a later chunk names: per chunk boundary at most the
 /// submissions in flight across it and the completions the capture's program held across
 /// it to name later.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ChunkIndex {
     size: u64,
     /// Per chunk: the position (0-based, in records read) of the last record naming one of
@@ -168,6 +168,10 @@ pub(crate) struct ChunkIndex {
     /// device loss, and its error: how often a replay may run it is decided before its
     /// first chunk (`plan::RuntimePlan::runs`).
     sticky_losses: HashMap<RuntimeId, (SubmissionIndex, String)>,
+    /// Every runtime the file starts, with whether its `RuntimeStart` names an injected
+    /// fault: with [`ChunkIndex::ranges`], whether its replay may run on a GPU, for the order
+    /// runtimes are replayed in ([`ChunkIndex::order`]).
+    runtimes: BTreeMap<RuntimeId, bool>,
 }
 
 /// A blob reference count that never falls to 0: a structural record refers to it.
@@ -248,6 +252,9 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
             index.trimmed_incomplete = true;
         }
         crate::plan::host_load_sample(&mut index.host_load, &record);
+        if let Record::RuntimeStart(start) = &record {
+            index.runtimes.insert(start.runtime, start.fault.is_some());
+        }
         if let Record::TraceRange(r) = &record {
             index.ranges.insert((r.runtime, r.start), r.clone());
         }
@@ -338,6 +345,22 @@ impl ChunkIndex {
         until: Option<u64>,
     ) -> Option<&(SubmissionIndex, String)> {
         (self.sticky_losses.get(&runtime)).filter(|(s, _)| until.is_none_or(|n| s.0 <= n))
+    }
+
+    /// The order the file's runtimes are replayed in ([`crate::plan::Order`]), as a whole
+    /// replay's plan decides it: whether each lost its GPU to a sticky error within `until`
+    /// and may replay on a GPU (`plan::RuntimePlan::loses_the_gpu`).
+    pub(crate) fn order(&self, options: &crate::ReplayOptions) -> crate::plan::Order {
+        crate::plan::Order::of(self.runtimes.iter().map(|(&runtime, &fault)| {
+            // The earliest range naming the run's fault, as the plan takes it.
+            let range_fault = (self.ranges.iter())
+                .filter(|((r, _), range)| *r == runtime && range.fault.is_some())
+                .min_by_key(|((_, start), _)| *start)
+                .and_then(|(_, range)| range.fault.as_ref());
+            let loses = self.sticky_loss(runtime, options.until).is_some()
+                && !crate::plan::replays_on_sim(options, fault, range_fault);
+            (runtime, loses)
+        }))
     }
 
     /// What the first pass read (the file's warnings and recovery, losses included), known
@@ -999,6 +1022,7 @@ pub(crate) mod tests {
         let options = crate::ReplayOptions::default().chunk_submissions(2);
         let streamed = crate::stream::replay_stream(
             TraceReader::new(&none[..]).unwrap(),
+            None,
             index(TraceReader::new(&none[..]).unwrap(), 2),
             &options,
             None,
@@ -1145,6 +1169,7 @@ pub(crate) mod tests {
         let index = index(TraceReader::new(&cut[..]).unwrap(), 2);
         let streamed = crate::stream::replay_stream(
             TraceReader::new(&cut[..]).unwrap(),
+            None,
             index,
             &options,
             None,
@@ -1168,6 +1193,7 @@ pub(crate) mod tests {
         let options = crate::ReplayOptions::default().chunk_submissions(2);
         let streamed = crate::stream::replay_stream(
             TraceReader::new(&bytes[..]).unwrap(),
+            None,
             index(TraceReader::new(&bytes[..]).unwrap(), 2),
             &options,
             None,
@@ -1412,10 +1438,11 @@ pub(crate) mod tests {
         let index = index(TraceReader::new(&bytes[..]).unwrap(), 1);
         let reader = TraceReader::new(&bytes[..]).unwrap();
         let mut rows = Vec::new();
-        let streamed = crate::stream::replay_stream(reader, index, &options, None, &mut |r, _| {
-            rows.extend_from_slice(r)
-        })
-        .expect("replay in chunks of 1");
+        let streamed =
+            crate::stream::replay_stream(reader, None, index, &options, None, &mut |r, _| {
+                rows.extend_from_slice(r)
+            })
+            .expect("replay in chunks of 1");
         assert_eq!(whole.exit_code(), 0);
         assert_eq!(streamed.exit_code(), 0);
         assert_eq!(rows, whole.submissions);

@@ -45,7 +45,8 @@ use hrx_analysis::matching::{self, Paired, Pools};
 use hrx_capture::schema::{Access, BufferId, OpKind, RuntimeId};
 use std::collections::{BTreeMap, HashMap};
 
-/// Everything replay observed of one captured runtime.
+/// Everything replay observed of one captured runtime (none: not replayed, `plan::Order`).
+#[derive(Default)]
 pub(crate) struct RuntimeRuns {
     pub repeats: Vec<Observed>,
     pub op_times: HashMap<(usize, u32), Vec<Sample>>,
@@ -371,7 +372,12 @@ pub(crate) fn report(
             kernels: rp.kernels.len(),
             graphs: rp.graphs.len(),
             submissions: rp.captured_submissions(),
-            replayed_submissions: rp.submissions.len(),
+            // None where it was not replayed in this process (`plan::Order`).
+            replayed_submissions: if run.repeats.is_empty() {
+                0
+            } else {
+                rp.submissions.len()
+            },
             last_submission: rp.last_captured.map_or(0, |s| s.0),
             captured_fault: rp.fault.clone(),
             replay_fault: run.replay_fault.clone(),

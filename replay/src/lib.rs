@@ -73,6 +73,10 @@
 //!   replayed on CUDA or HIP (the report says so, and the captured failures then diverge).
 //! - Several runtimes in one trace are replayed one after the other, each in its own
 //!   replay runtime; `until` numbers submissions per runtime, as the whole recording does.
+//!   A runtime whose capture lost its GPU to a sticky error, replayed on a GPU, runs after
+//!   every other (a streamed replay reads the file again for it), and of several such only
+//!   the first runs: after its loss the device cannot be used again in the process
+//!   (`plan::Order`).
 #![warn(missing_docs)]
 
 mod baseline;
@@ -288,8 +292,11 @@ pub fn replay_file_reading(
     options.check_slowdowns(index.gpu_entries())?;
     let reader = hrx_capture::TraceReader::open(path).map_err(read)?;
     let host = HostLoad::before();
+    // A runtime that loses the GPU for good is replayed in a second pass (`plan::Order`).
+    let mut reopen = || open();
     let report = stream::replay_stream(
         reader.check_submission_numbers(),
+        Some(&mut reopen),
         index,
         options,
         Some(path.display().to_string()),
@@ -447,9 +454,15 @@ fn run(
     }))?;
     let op_runs = options.repeat.max(3);
     let mut notes = plan.notes.clone();
+    // A runtime that loses the GPU for good runs after every other (`plan::Order`).
+    let order =
+        plan::Order::of((plan.runtimes.iter()).map(|rp| (rp.id, rp.loses_the_gpu(options))));
+    let at = |id| plan.runtimes.iter().position(|rp| rp.id == id);
+    notes.extend(order.notes(|id| at(id).and_then(|i| plan.runtimes[i].sticky_loss.clone())));
     let total = plan
         .runtimes
         .iter()
+        .filter(|rp| order.replays(rp.id))
         .map(|rp| {
             let runs = rp.runs(options);
             let submissions = (rp.submissions.len() * runs.repeat) as u64;
@@ -470,9 +483,14 @@ fn run(
         total,
         callback: options.progress.as_deref(),
     };
-    let mut runs = Vec::with_capacity(plan.runtimes.len());
+    // In the plan's order for the report; a runtime not replayed has no runs.
+    let mut runs: Vec<compare::RuntimeRuns> =
+        plan.runtimes.iter().map(|_| Default::default()).collect();
     let mut clocks = clocks::ClockWatch::default();
-    for rp in &plan.runtimes {
+    for (i, rp) in order
+        .runs()
+        .filter_map(|id| Some((at(id)?, &plan.runtimes[at(id)?])))
+    {
         let fault = replay_fault(options, rp, &mut notes)?;
         let contents = rp.keeps_contents(options);
         let Runs { warmup, repeat } = rp.runs(options);
@@ -501,11 +519,11 @@ fn run(
         } else {
             Default::default()
         };
-        runs.push(compare::RuntimeRuns {
+        runs[i] = compare::RuntimeRuns {
             repeats,
             op_times,
             replay_fault: fault.map(|f| f.to_string()),
-        });
+        };
     }
     ticker.finish();
     let mut report = compare::report(

@@ -121,7 +121,9 @@ struct Fold<'o> {
     /// (module `compare`).
     across: compare::AcrossChunks,
     divergences_listed: usize,
-    chunks: u64,
+    /// Chunks folded in this pass over the file (module docs: a runtime that loses the GPU
+    /// for good is replayed in a pass of its own): its first chunk's operation times count.
+    pass_chunks: u64,
     /// Outputs written at replay without a captured digest (first repeat), and the
     /// divergences they made: not compared when the trace turns out incomplete, which is
     /// known only at its end.
@@ -166,7 +168,7 @@ impl Fold<'_> {
         for rp in &plan.runtimes {
             let (chunk_runs, replay_fault) = runs.remove(&rp.id).unwrap_or_default();
             let repeats: Vec<_> = chunk_runs.into_iter().map(|r| r.observe(rp)).collect();
-            let op_times = if rp.times_ops_isolated(self.options) && self.chunks == 0 {
+            let op_times = if rp.times_ops_isolated(self.options) && self.pass_chunks == 0 {
                 crate::execute::time_ops(
                     rp,
                     self.options,
@@ -174,7 +176,7 @@ impl Fold<'_> {
                     ticker,
                     &mut notes,
                 )?
-            } else if self.options.per_op && self.chunks == 0 {
+            } else if self.options.per_op && self.pass_chunks == 0 {
                 crate::execute::op_times_in_graphs(rp, &repeats, &mut notes)
             } else {
                 Default::default()
@@ -229,7 +231,6 @@ impl Fold<'_> {
             Some(later),
         );
         rows(&chunk.submissions, &chunk.outputs);
-        self.chunks += 1;
         self.extra_outputs += chunk
             .outputs
             .iter()
@@ -239,6 +240,7 @@ impl Fold<'_> {
         if self.first_not_extra.is_none() {
             self.first_not_extra = chunk.divergences.iter().find(|d| !is_extra(d)).cloned();
         }
+        let existed = self.report.is_some();
         let report = match &mut self.report {
             Some(report) => report,
             None => {
@@ -309,6 +311,9 @@ impl Fold<'_> {
             .extend(chunk.timing_dependent.drain(..).take(room));
         if report.op_timing.is_empty() {
             report.op_timing = std::mem::take(&mut chunk.op_timing);
+        } else if existed && self.pass_chunks == 0 {
+            // A later pass's first chunk: its runtimes' rows.
+            report.op_timing.append(&mut chunk.op_timing);
         }
         for row in chunk.substitutions {
             let key = (row.runtime, row.graph, row.node);
@@ -343,6 +348,7 @@ impl Fold<'_> {
                 }
             }
         }
+        self.pass_chunks += 1;
         Ok(())
     }
 
@@ -654,17 +660,41 @@ struct Pending {
     runs: BTreeMap<RuntimeId, Vec<ChunkRun>>,
 }
 
+/// A pass over the file: the runtimes it replays and compares (`None`: every one).
+type Pass = Option<BTreeSet<RuntimeId>>;
+
+/// Whether `runtime` is in `pass`.
+fn in_pass(pass: &Pass, runtime: RuntimeId) -> bool {
+    pass.as_ref().is_none_or(|p| p.contains(&runtime))
+}
+
 /// Replays the trace `reader` reads, chunk by chunk; `rows` gets every submission row and
 /// output check as its chunk is compared.
+///
+/// A runtime that loses the GPU for good (`plan::Order`) is replayed after every other: in
+/// a second pass over the file, which `reopen` reads again, with the runtimes not replayed
+/// in this process (compared with no runs). Without `reopen` (a trace in memory), one pass.
 pub(crate) fn replay_stream<R: Read>(
     reader: TraceReader<R>,
+    mut reopen: Option<&mut dyn FnMut() -> Result<TraceReader<R>, ReplayError>>,
     index: crate::chunk::ChunkIndex,
     options: &ReplayOptions,
     source: Option<String>,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
 ) -> Result<Report, ReplayError> {
-    let mut chunker = Chunker::new(reader, index, options.until);
-    let mut sessions: BTreeMap<RuntimeId, Sessions> = BTreeMap::new();
+    let order = index.order(options);
+    let passes: Vec<Pass> = match order.last {
+        Some(last) if !order.first.is_empty() && reopen.is_some() => vec![
+            Some(order.first.iter().copied().collect()),
+            Some(
+                std::iter::once(last)
+                    .chain(order.not_run.iter().copied())
+                    .collect(),
+            ),
+        ],
+        _ => vec![None],
+    };
+    let mut open_notes = order.notes(|id| index.sticky_loss(id, options.until).cloned());
     let mut fold = Fold {
         options,
         source,
@@ -679,7 +709,7 @@ pub(crate) fn replay_stream<R: Read>(
         substitutions: BTreeMap::new(),
         across: Default::default(),
         divergences_listed: 0,
-        chunks: 0,
+        pass_chunks: 0,
         extra_outputs: 0,
         extra_divergences: 0,
         first_not_extra: None,
@@ -691,183 +721,232 @@ pub(crate) fn replay_stream<R: Read>(
         total: 0,
         callback: options.progress.as_deref(),
     };
-    let mut pending: Option<Pending> = None;
-    let mut open_notes = Vec::new();
     let mut clocks = crate::clocks::ClockWatch::default();
     let read_error = |e: hrx_capture::ReadError| ReplayError::Measurement {
         why: format!("reading the trace: {e}"),
     };
-    while let Some(trace) = chunker.next_chunk().map_err(read_error)? {
-        let first = chunker.chunks() == 1;
-        let mut plan = match plan::plan_of(
-            &trace,
-            None,
-            cut_short(chunker.index()),
-            chunker.index().host_load_per_cpu(),
-        ) {
-            Ok(plan) => plan,
-            // A chunk of late records only, or, in a file cut short, of records of
-            // submissions whose `Submit` it lacks: said as a whole replay says them.
-            Err(ReplayError::NoSubmissions { .. }) if !first => {
-                if cut_short(chunker.index()) {
-                    let mut orphans: BTreeMap<RuntimeId, BTreeSet<_>> = BTreeMap::new();
-                    for r in &trace.records {
-                        if let (Some(runtime), Some(s)) =
-                            (r.runtime(), crate::chunk::submission_of(r))
-                        {
-                            orphans.entry(runtime).or_default().insert(s);
+    let (mut reader, mut index) = (Some(reader), Some(index));
+    let (mut late, mut blob_bytes_peak) = (0, 0);
+    let mut chunker = None;
+    // The most chunks a pass folded: how many the file was replayed in.
+    let mut chunks = 0;
+    for (n, pass) in passes.iter().enumerate() {
+        let reader = match (reader.take(), reopen.as_mut()) {
+            (Some(reader), _) => reader,
+            (None, Some(reopen)) => reopen()?,
+            (None, None) => unreachable!("a second pass only with a file to read again"),
+        };
+        let index = match n + 1 == passes.len() {
+            true => index.take().expect("the last pass takes the index"),
+            false => index.clone().expect("kept for the last pass"),
+        };
+        let chunker = chunker.insert(Chunker::new(reader, index, options.until));
+        let mut sessions: BTreeMap<RuntimeId, Sessions> = BTreeMap::new();
+        let mut pending: Option<Pending> = None;
+        fold.pass_chunks = 0;
+        while let Some(trace) = chunker.next_chunk().map_err(read_error)? {
+            let first = chunker.chunks() == 1;
+            let mut plan = match plan::plan_of(
+                &trace,
+                None,
+                cut_short(chunker.index()),
+                chunker.index().host_load_per_cpu(),
+            ) {
+                Ok(plan) => plan,
+                // A chunk of late records only, or, in a file cut short, of records of
+                // submissions whose `Submit` it lacks: said as a whole replay says them.
+                Err(ReplayError::NoSubmissions { .. }) if !first => {
+                    if cut_short(chunker.index()) {
+                        let mut orphans: BTreeMap<RuntimeId, BTreeSet<_>> = BTreeMap::new();
+                        for r in &trace.records {
+                            if let (Some(runtime), Some(s)) =
+                                (r.runtime(), crate::chunk::submission_of(r))
+                            {
+                                orphans.entry(runtime).or_default().insert(s);
+                            }
+                        }
+                        for (runtime, orphans) in orphans {
+                            open_notes.extend(plan::orphans_note(runtime, &orphans));
                         }
                     }
-                    for (runtime, orphans) in orphans {
-                        open_notes.extend(plan::orphans_note(runtime, &orphans));
-                    }
+                    continue;
                 }
+                // A chunk is read whole even where the file is not: the file's state says
+                // whether the recording may have stopped before its first submission (a
+                // fresh-user pass: a cut trace read like one that never submitted).
+                // Every submission of the first chunk cut: `until` keeps none.
+                Err(ReplayError::NoSubmissions { .. })
+                    if let Some(until) = options.until
+                        && let Some(first) = (chunker.cut.values()).map(|c| c.first).min() =>
+                {
+                    return Err(ReplayError::UntilKeepsNothing { until, first });
+                }
+                Err(ReplayError::NoSubmissions { runtimes, .. }) if cut_short(chunker.index()) => {
+                    let index = chunker.index();
+                    return Err(ReplayError::NoSubmissions {
+                        runtimes,
+                        incomplete: crate::plan::incompleteness(
+                            &index.reading().recovery,
+                            index.trimmed_incomplete(),
+                        ),
+                    });
+                }
+                Err(error) => return Err(error),
+            };
+            if plan.runtimes.is_empty() {
+                return Err(ReplayError::unreplayable(
+                    "the trace records no runtime (no RuntimeStart): nothing to replay",
+                ));
+            }
+            // This pass's runtimes only; a chunk of none of them is the other pass's.
+            plan.runtimes.retain(|rp| in_pass(pass, rp.id));
+            if plan.runtimes.is_empty() {
                 continue;
             }
-            // A chunk is read whole even where the file is not: the file's state says
-            // whether the recording may have stopped before its first submission (a
-            // fresh-user pass: a cut trace read like one that never submitted).
-            // Every submission of the first chunk cut: `until` keeps none.
-            Err(ReplayError::NoSubmissions { .. })
-                if let Some(until) = options.until
-                    && let Some(first) = (chunker.cut.values()).map(|c| c.first).min() =>
-            {
-                return Err(ReplayError::UntilKeepsNothing { until, first });
-            }
-            Err(ReplayError::NoSubmissions { runtimes, .. }) if cut_short(chunker.index()) => {
-                let index = chunker.index();
-                return Err(ReplayError::NoSubmissions {
-                    runtimes,
-                    incomplete: crate::plan::incompleteness(
-                        &index.reading().recovery,
-                        index.trimmed_incomplete(),
-                    ),
-                });
-            }
-            Err(error) => return Err(error),
-        };
-        if plan.runtimes.is_empty() {
-            return Err(ReplayError::unreplayable(
-                "the trace records no runtime (no RuntimeStart): nothing to replay",
-            ));
-        }
-        digest_as_captured(&mut plan, chunker.index(), options.until);
-        let mut runs = BTreeMap::new();
-        for rp in &plan.runtimes {
-            let crate::plan::Runs { warmup, repeat } = rp.runs(options);
-            ticker.total += (rp.submissions.len() * repeat) as u64;
-            if !sessions.contains_key(&rp.id) {
-                let fault = crate::replay_fault(options, rp, &mut open_notes)?;
-                open_notes.extend(rp.single_run_note(options));
-                let contents = rp.keeps_contents(options);
+            digest_as_captured(&mut plan, chunker.index(), options.until);
+            let mut runs = BTreeMap::new();
+            for rp in &plan.runtimes {
+                // Compared with no runs: said by the order's note.
+                if !order.replays(rp.id) {
+                    continue;
+                }
+                let crate::plan::Runs { warmup, repeat } = rp.runs(options);
+                ticker.total += (rp.submissions.len() * repeat) as u64;
+                if !sessions.contains_key(&rp.id) {
+                    let fault = crate::replay_fault(options, rp, &mut open_notes)?;
+                    open_notes.extend(rp.single_run_note(options));
+                    let contents = rp.keeps_contents(options);
+                    let producer_until = |s| chunker.index().producer_until(rp.id, s);
+                    let place = ChunkPlace {
+                        chunk: chunker.handed_out().unwrap_or_default(),
+                        producer_until: &producer_until,
+                    };
+                    ticker.total += (rp.submissions.len() * warmup) as u64;
+                    let repeats = loop {
+                        let opened = warm_up_and_open(
+                            rp,
+                            options,
+                            (fault.clone(), contents),
+                            &place,
+                            &mut ticker,
+                            &mut open_notes,
+                        );
+                        match opened {
+                            // The runtimes opened before hold the memory with their repeats
+                            // side by side: one of theirs is given back, and this one tried
+                            // again (it failed: "cannot replay" where --repeat 1 ran).
+                            Err(error) if out_of_memory(&error) => {
+                                let held = Held {
+                                    sessions: &mut sessions,
+                                    runs: &mut runs,
+                                    pending: pending.as_mut(),
+                                };
+                                if !held.give_back_repeat(rp.id, repeat, &error, &mut open_notes) {
+                                    return Err(error);
+                                }
+                            }
+                            opened => break opened?,
+                        }
+                    };
+                    sessions.insert(
+                        rp.id,
+                        Sessions {
+                            repeats,
+                            fault: fault.map(|f| f.to_string()),
+                        },
+                    );
+                }
+                let entry = sessions.get_mut(&rp.id).expect("opened above");
                 let producer_until = |s| chunker.index().producer_until(rp.id, s);
                 let place = ChunkPlace {
                     chunk: chunker.handed_out().unwrap_or_default(),
                     producer_until: &producer_until,
                 };
-                ticker.total += (rp.submissions.len() * warmup) as u64;
-                let repeats = loop {
-                    let opened = warm_up_and_open(
-                        rp,
-                        options,
-                        (fault.clone(), contents),
-                        &place,
-                        &mut ticker,
-                        &mut open_notes,
-                    );
-                    match opened {
-                        // The runtimes opened before hold the memory with their repeats
-                        // side by side: one of theirs is given back, and this one tried
-                        // again (it failed: "cannot replay" where --repeat 1 ran).
-                        Err(error) if out_of_memory(&error) => {
-                            let held = Held {
-                                sessions: &mut sessions,
-                                runs: &mut runs,
-                                pending: pending.as_mut(),
-                            };
-                            if !held.give_back_repeat(rp.id, repeat, &error, &mut open_notes) {
-                                return Err(error);
-                            }
+                // Before the first timed repeat (the first chunk's warm-ups done): the GPU's clocks.
+                if let Some(runtime) = entry.repeats.first().and_then(Session::runtime) {
+                    clocks.before(runtime);
+                }
+                let mut chunk_runs = Vec::with_capacity(repeat);
+                let side_by_side = entry.repeats.len();
+                for session in &mut entry.repeats {
+                    let run = session.run_chunk(rp, options, Some(&place), &mut ticker);
+                    chunk_runs.push(run.map_err(|e| side_by_side_hint(e, side_by_side))?);
+                }
+                runs.insert(rp.id, chunk_runs);
+            }
+            drop(plan);
+            if let Some(mut before) = pending.take() {
+                for (id, later) in &mut runs {
+                    if let Some(earlier) = before.runs.get_mut(id) {
+                        for (e, l) in earlier.iter_mut().zip(later.iter_mut()) {
+                            e.take_late(l);
                         }
-                        opened => break opened?,
-                    }
-                };
-                sessions.insert(
-                    rp.id,
-                    Sessions {
-                        repeats,
-                        fault: fault.map(|f| f.to_string()),
-                    },
-                );
-            }
-            let entry = sessions.get_mut(&rp.id).expect("opened above");
-            let producer_until = |s| chunker.index().producer_until(rp.id, s);
-            let place = ChunkPlace {
-                chunk: chunker.handed_out().unwrap_or_default(),
-                producer_until: &producer_until,
-            };
-            // Before the first timed repeat (the first chunk's warm-ups done): the GPU's clocks.
-            if let Some(runtime) = entry.repeats.first().and_then(Session::runtime) {
-                clocks.before(runtime);
-            }
-            let mut chunk_runs = Vec::with_capacity(repeat);
-            let side_by_side = entry.repeats.len();
-            for session in &mut entry.repeats {
-                let run = session.run_chunk(rp, options, Some(&place), &mut ticker);
-                chunk_runs.push(run.map_err(|e| side_by_side_hint(e, side_by_side))?);
-            }
-            runs.insert(rp.id, chunk_runs);
-        }
-        drop(plan);
-        if let Some(mut before) = pending.take() {
-            for (id, later) in &mut runs {
-                if let Some(earlier) = before.runs.get_mut(id) {
-                    for (e, l) in earlier.iter_mut().zip(later.iter_mut()) {
-                        e.take_late(l);
                     }
                 }
+                compare_pending(
+                    &mut fold,
+                    before,
+                    &sessions,
+                    chunker.index(),
+                    pass,
+                    rows,
+                    &mut ticker,
+                )?;
             }
-            compare_pending(
-                &mut fold,
-                before,
-                &sessions,
-                chunker.index(),
-                rows,
-                &mut ticker,
-            )?;
+            let chunk = chunker.handed_out().unwrap_or_default();
+            pending = Some(Pending { chunk, trace, runs });
         }
-        let chunk = chunker.handed_out().unwrap_or_default();
-        pending = Some(Pending { chunk, trace, runs });
-    }
-    // Right after the last timed repeat, before the runtimes end.
-    clocks.after();
-    // The replays end: what they wrote last goes with the last chunk.
-    let mut last_records: BTreeMap<RuntimeId, Vec<Vec<hrx_capture::schema::Record>>> =
-        BTreeMap::new();
-    let faults: BTreeMap<RuntimeId, Option<String>> = sessions
-        .iter()
-        .map(|(id, s)| (*id, s.fault.clone()))
-        .collect();
-    for (id, s) in sessions {
-        let mut ends = Vec::new();
-        for session in s.repeats {
-            ends.push(session.finish()?);
+        // Right after the last timed repeat, before the runtimes end.
+        clocks.after();
+        // The replays end: what they wrote last goes with the last chunk.
+        let mut last_records: BTreeMap<RuntimeId, Vec<Vec<hrx_capture::schema::Record>>> =
+            BTreeMap::new();
+        let faults: BTreeMap<RuntimeId, Option<String>> = sessions
+            .iter()
+            .map(|(id, s)| (*id, s.fault.clone()))
+            .collect();
+        for (id, s) in sessions {
+            let mut ends = Vec::new();
+            for session in s.repeats {
+                ends.push(session.finish()?);
+            }
+            last_records.insert(id, ends);
         }
-        last_records.insert(id, ends);
+        let Some(mut last) = pending.take() else {
+            // A pass whose runtimes submitted nothing, where another pass compared some.
+            if passes.len() > 1 && (fold.report.is_some() || n == 0) {
+                continue;
+            }
+            return Err(ReplayError::unreplayable(
+                "the trace records no runtime (no RuntimeStart): nothing to replay",
+            ));
+        };
+        for (id, ends) in last_records {
+            if let Some(runs) = last.runs.get_mut(&id) {
+                for (run, end) in runs.iter_mut().zip(ends) {
+                    run.extend(end);
+                }
+            }
+        }
+        compare_last(
+            &mut fold,
+            last,
+            &faults,
+            chunker.index(),
+            pass,
+            rows,
+            &mut ticker,
+        )?;
+        chunks = fold.pass_chunks.max(chunks);
+        late += chunker.late;
+        blob_bytes_peak = blob_bytes_peak.max(chunker.blob_bytes_peak);
     }
-    let Some(mut last) = pending.take() else {
+    let chunker = chunker.expect("one pass at least");
+    if fold.report.is_none() {
         return Err(ReplayError::unreplayable(
             "the trace records no runtime (no RuntimeStart): nothing to replay",
         ));
-    };
-    for (id, ends) in last_records {
-        if let Some(runs) = last.runs.get_mut(&id) {
-            for (run, end) in runs.iter_mut().zip(ends) {
-                run.extend(end);
-            }
-        }
     }
-    compare_last(&mut fold, last, &faults, chunker.index(), rows, &mut ticker)?;
     ticker.finish();
     let recovery = *chunker.recovery();
     let (notes, mut complete) = plan::recovery_notes(&recovery);
@@ -875,27 +954,26 @@ pub(crate) fn replay_stream<R: Read>(
     complete &= !chunker.index().trimmed_incomplete();
     let mut chunker_notes = open_notes;
     chunker_notes.extend(plan::ends_notes(&chunker.index().reading().warnings));
-    if chunker.late > 0 {
+    if late > 0 {
         chunker_notes.push(format!(
-            "{} records came after their submission's chunk was replayed (the trace grew while it was replayed) and were not compared",
-            chunker.late
+            "{late} records came after their submission's chunk was replayed (the trace grew while it was replayed) and were not compared",
         ));
     }
-    if chunker.blob_bytes_peak > crate::chunk::BLOB_NOTE_BYTES {
+    if blob_bytes_peak > crate::chunk::BLOB_NOTE_BYTES {
         chunker_notes.push(format!(
             "replay held up to {} of captured contents at once (each kept until the last chunk that refers to it)",
-            hrx_analysis::units::bytes(chunker.blob_bytes_peak as u64)
+            hrx_analysis::units::bytes(blob_bytes_peak as u64)
         ));
     }
     let size = chunker.index().size();
-    if size < options.chunk_submissions && fold.chunks > 1 {
+    if size < options.chunk_submissions && chunks > 1 {
         chunker_notes.push(format!(
             "replayed in chunks of {size} submissions, not {}: a chunk of that many would have held more than {} of captured contents",
             options.chunk_submissions,
             hrx_analysis::units::bytes(options.chunk_blob_bytes)
         ));
     }
-    if fold.chunks > 1 && options.per_op {
+    if chunks > 1 && options.per_op {
         chunker_notes.push(format!(
             "per-operation timing compares the capture's operation times of the first {size} submissions only (the trace was replayed in chunks)"
         ));
@@ -914,6 +992,7 @@ fn compare_pending(
     pending: Pending,
     sessions: &BTreeMap<RuntimeId, Sessions>,
     index: &ChunkIndex,
+    pass: &Pass,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
@@ -921,7 +1000,7 @@ fn compare_pending(
         .iter()
         .map(|(id, s)| (*id, s.fault.clone()))
         .collect();
-    compare_last(fold, pending, &faults, index, rows, ticker)
+    compare_last(fold, pending, &faults, index, pass, rows, ticker)
 }
 
 /// Each runtime of a chunk's `plan` digests what its capture digested in the whole file
@@ -952,6 +1031,7 @@ fn compare_last(
     pending: Pending,
     faults: &BTreeMap<RuntimeId, Option<String>>,
     index: &ChunkIndex,
+    pass: &Pass,
     rows: &mut dyn FnMut(&[SubmissionRow], &[OutputCheck]),
     ticker: &mut Ticker<'_>,
 ) -> Result<(), ReplayError> {
@@ -961,6 +1041,7 @@ fn compare_last(
         cut_short(index),
         index.host_load_per_cpu(),
     )?;
+    plan.runtimes.retain(|rp| in_pass(pass, rp.id));
     digest_as_captured(&mut plan, index, fold.options.until);
     // The plan marked what its own chunk taints; again with what earlier chunks left.
     for rp in &mut plan.runtimes {

@@ -37,42 +37,7 @@ fn lost_download_trace() -> (Trace, Indexes) {
         .graph_slots(1)
         .trace_digests(hrx::TraceDigests::All)
         .fault("op=2:device-lost".parse().expect("fault"));
-    let (trace, indexes) = record(options, |rt| {
-        let download = |len| {
-            let gpu = rt.buffer(len, Placement::GpuLocal).expect("buffer");
-            let host = rt.buffer(len, Placement::HostVisible).expect("buffer");
-            let mut graph = rt.graph();
-            graph.copy(host.whole(), gpu.whole()).expect("copy");
-            (graph.prepare().expect("prepare"), gpu, host)
-        };
-        let (x, _xg, _xh) = download(LEN);
-        let (f, _fg, _fh) = download(LEN);
-        let (y, _yg, _yh) = download(LEN);
-        x.submit().expect("x").wait().expect("x runs");
-        let lost = f
-            .submit()
-            .expect("f")
-            .wait()
-            .expect_err("f loses the device");
-        assert!(lost.is_device_loss(), "{lost}");
-        let x_again = x.submit().expect("x again");
-        let consumer = y
-            .submit_after(std::slice::from_ref(&x_again))
-            .expect("consumer");
-        let (x_again_index, consumer_index) = (x_again.submission(), consumer.submission());
-        let unhealthy = x_again
-            .wait()
-            .expect_err("the Download stream is unhealthy");
-        assert!(unhealthy.is_device_loss(), "{unhealthy}");
-        consumer.wait().expect_err("its producer failed");
-        x.submit().expect_err("X is quarantined");
-        Indexes {
-            f: 0,
-            x_again: x_again_index,
-            consumer: consumer_index,
-            x_last: 0,
-        }
-    });
+    let (trace, indexes) = record(options, lose_the_download);
     let f = trace
         .records
         .iter()
@@ -92,6 +57,44 @@ fn lost_download_trace() -> (Trace, Indexes) {
             ..indexes
         },
     )
+}
+
+/// The program of [`lost_download_trace`] on `rt` (its fault injected at `op=2`).
+fn lose_the_download(rt: &hrx::Runtime) -> Indexes {
+    let download = |len| {
+        let gpu = rt.buffer(len, Placement::GpuLocal).expect("buffer");
+        let host = rt.buffer(len, Placement::HostVisible).expect("buffer");
+        let mut graph = rt.graph();
+        graph.copy(host.whole(), gpu.whole()).expect("copy");
+        (graph.prepare().expect("prepare"), gpu, host)
+    };
+    let (x, _xg, _xh) = download(LEN);
+    let (f, _fg, _fh) = download(LEN);
+    let (y, _yg, _yh) = download(LEN);
+    x.submit().expect("x").wait().expect("x runs");
+    let lost = f
+        .submit()
+        .expect("f")
+        .wait()
+        .expect_err("f loses the device");
+    assert!(lost.is_device_loss(), "{lost}");
+    let x_again = x.submit().expect("x again");
+    let consumer = y
+        .submit_after(std::slice::from_ref(&x_again))
+        .expect("consumer");
+    let (x_again_index, consumer_index) = (x_again.submission(), consumer.submission());
+    let unhealthy = x_again
+        .wait()
+        .expect_err("the Download stream is unhealthy");
+    assert!(unhealthy.is_device_loss(), "{unhealthy}");
+    consumer.wait().expect_err("its producer failed");
+    x.submit().expect_err("X is quarantined");
+    Indexes {
+        f: 0,
+        x_again: x_again_index,
+        consumer: consumer_index,
+        x_last: 0,
+    }
 }
 
 /// The capture the other timing gives: X again (and so its consumer) finished before F's
@@ -664,4 +667,157 @@ fn a_sticky_capture_runs_as_asked_where_auto_picks_the_software_device_or_until_
             "until at the loss: {what}"
         );
     }
+}
+
+/// A trace of three runtimes, the first and the third of which lost their GPU to a sticky
+/// error: on a GPU the first one's replay reproduces its loss, after which the device cannot
+/// be used again in the process (CUDA: "the process must be terminated and relaunched"), so
+/// a runtime opened after it failed to open (exit 2, the CUDA error named; session 56). The
+/// replay runs the one that kept its device (runtime 2) first, then the first sticky one,
+/// once; the third is not replayed in this process, each said in a note, in the whole and
+/// the streamed replay alike (the streamed one in two passes over the file, in any chunking).
+/// The software device here stands for a GPU host (`ReplayOptions::auto_opens_gpu`), as in
+/// `a_capture_that_lost_its_gpu_to_a_sticky_error_is_replayed_once_on_a_gpu`.
+#[test]
+fn the_runtimes_of_a_trace_that_lost_its_gpu_run_before_it_and_a_second_loss_is_not_replayed() {
+    let sink = hrx_capture::MemorySink::new();
+    let recorder =
+        hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
+    {
+        let options = || {
+            RuntimeOptions::sim()
+                .recorder(recorder.clone())
+                .graph_slots(1)
+                .trace_digests(hrx::TraceDigests::All)
+        };
+        let lost = || options().fault("op=2:device-lost".parse().expect("fault"));
+        let first = hrx::Runtime::new(lost()).expect("first");
+        let kept = hrx::Runtime::new(options()).expect("second");
+        let third = hrx::Runtime::new(lost()).expect("third");
+        lose_the_download(&first);
+        hrx_workloads::run_hazards(&kept).expect("hazards");
+        lose_the_download(&third);
+    }
+    recorder.close().expect("close");
+    let trace = Trace::from_bytes(&sink.contents()).expect("trace");
+    // Every device loss in CUDA's words for a kernel fault.
+    let sticky = rewrite(&trace, |record, _| {
+        let error = match record {
+            Record::SubmissionDone(d) => &mut d.status,
+            Record::RegionDone(d) => &mut d.status,
+            _ => return true,
+        };
+        if let Status::Failed { error } = error
+            && error.starts_with("device lost:")
+            && !error.contains("quarantined")
+        {
+            error.push_str(
+                "; CUDA cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700); sticky: \
+                 CUDA cannot be used again in this process (the driver's rule for a kernel \
+                 fault: the process must end)",
+            );
+        }
+        true
+    });
+    let options = |chunk| {
+        ReplayOptions::default()
+            .backend(hrx::BackendChoice::Auto)
+            .repeat(2)
+            .warmup(1)
+            .captured_fault(false)
+            .auto_opens_gpu(true)
+            .chunk_submissions(chunk)
+    };
+    let (_dir, path) = file(&sticky, "three.hrxt");
+    let whole = replay_with(&sticky, &options(2048));
+    let mut reports = vec![("whole".to_owned(), whole)];
+    for chunk in [2048, 2] {
+        let streamed = replay_file(&path, &options(chunk)).expect("streamed replay");
+        reports.push((format!("streamed in chunks of {chunk}"), streamed));
+    }
+    let said = |report: &Report, words: &str| {
+        let notes: Vec<&String> = report.notes.iter().filter(|n| n.contains(words)).collect();
+        assert!(notes.len() <= 1, "{notes:?}");
+        notes.first().map(|n| n.to_string())
+    };
+    // Runtime ids are the process's: the three in the order they started.
+    let ids: Vec<u32> = (sticky.records.iter())
+        .filter_map(|r| match r {
+            Record::RuntimeStart(start) => Some(start.runtime.0),
+            _ => None,
+        })
+        .collect();
+    let [a, b, c] = ids[..] else {
+        panic!("{ids:?}")
+    };
+    let (_, whole) = &reports[0];
+    for (what, report) in &reports {
+        let order = said(report, "replayed after every other runtime")
+            .unwrap_or_else(|| panic!("{what}: {:?}", report.notes));
+        assert!(
+            order
+                == format!(
+                    "runtime {a} replayed after every other runtime (runtime {b}): its capture \
+                     lost the device to a sticky error, which its replay on a GPU reproduces, \
+                     after which the device cannot be used again in the replay's process (the \
+                     vendor's rule)"
+                ),
+            "{what}: {order}"
+        );
+        let not_run =
+            said(report, "not replayed").unwrap_or_else(|| panic!("{what}: {:?}", report.notes));
+        assert!(
+            not_run.starts_with(&format!(
+                "runtime {c}: not replayed, its submissions not compared: its capture lost the \
+                 device to a sticky error too (submission "
+            )) && not_run.contains(": device lost:")
+                && not_run.contains(&format!(
+                    "and runtime {a}'s replay reproduces its own loss first"
+                ))
+                && !not_run.contains("sticky: CUDA"),
+            "{what}: {not_run}"
+        );
+        // Runtime 1 once, without its warm-up; runtime 2 as asked.
+        let once = said(report, "replayed once, without a warm-up")
+            .unwrap_or_else(|| panic!("{what}: {:?}", report.notes));
+        assert!(
+            once.starts_with(&format!("runtime {a}: ")),
+            "{what}: {once}"
+        );
+        let runtimes: Vec<(u32, &str, usize)> = (report.trace.runtimes.iter())
+            .map(|r| (r.runtime, r.replay_backend.as_str(), r.replayed_submissions))
+            .collect();
+        assert_eq!(runtimes.len(), 3, "{what}: {runtimes:?}");
+        assert_eq!(
+            (runtimes[0].1, runtimes[1].1, runtimes[2]),
+            ("sim", "sim", (c, "", 0)),
+            "{what}"
+        );
+        assert!(
+            runtimes[0].2 > 0 && runtimes[1].2 > 0,
+            "{what}: {runtimes:?}"
+        );
+        // Nothing of runtime 3 compared; the others' rows as in the whole replay.
+        assert!(
+            !(report.divergences.iter()).any(|d| d.runtime == c),
+            "{what}: {:?}",
+            report.divergences
+        );
+        assert_eq!(
+            report.summary.submissions, whole.summary.submissions,
+            "{what}"
+        );
+        assert_eq!(
+            report.summary.statuses_matched, whole.summary.statuses_matched,
+            "{what}"
+        );
+    }
+    // The software device replays every runtime as asked, with no such note.
+    let sim = replay_with(&sticky, &options(2048).backend(hrx::BackendChoice::Sim));
+    assert!(
+        !(sim.notes.iter()).any(|n| n.contains("not replayed") || n.contains("after every other")),
+        "{:?}",
+        sim.notes
+    );
+    assert!(sim.trace.runtimes.iter().all(|r| r.replay_backend == "sim"));
 }

@@ -259,6 +259,124 @@ fn auto_opens_gpu() -> bool {
     })
 }
 
+/// [`RuntimePlan::replays_on_sim`] of a runtime that injected a fault in its capture
+/// (`captured_fault`: its `RuntimeStart` names one) and whose trace's range says of it
+/// `range_fault` (the earliest range's), as `replay_fault` decides what is injected: a
+/// stream's first pass tells it for every runtime before the first chunk.
+pub(crate) fn replays_on_sim(
+    options: &crate::options::ReplayOptions,
+    captured_fault: bool,
+    range_fault: Option<&s::RangeFault>,
+) -> bool {
+    match options.backend {
+        hrx::BackendChoice::Sim => true,
+        hrx::BackendChoice::Auto => {
+            // As `replay_fault` decides: a fault asked, or the captured one injected (not
+            // where it fired before this trace's range).
+            let captured = options.captured_fault
+                && captured_fault
+                && !matches!(
+                    range_fault,
+                    Some(s::RangeFault {
+                        from_start: None,
+                        ..
+                    })
+                );
+            options.fault.is_some()
+                || captured
+                || !options.auto_opens_gpu.unwrap_or_else(auto_opens_gpu)
+        }
+        _ => false,
+    }
+}
+
+/// The order a replay runs a trace's runtimes in. A runtime whose capture lost its GPU to a
+/// sticky error, replayed on a GPU, reproduces the loss, and after it the device cannot be
+/// used again in the replay's process (CUDA: "the process must be terminated and
+/// relaunched"): a runtime opened after it failed to open (exit 2, session 56). So every
+/// other runtime runs first, in id order; then the first (lowest id) of those that lose the
+/// GPU; the others of them are not replayed in this process, and the report says so
+/// ([`Order::notes`]). The whole and the streamed replay take it alike (the streamed one from
+/// its first pass over the whole file: `ChunkIndex::order`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Order {
+    /// Runtimes that keep the device, in id order: run first.
+    pub first: Vec<RuntimeId>,
+    /// The runtime run last, which reproduces its capture's sticky loss.
+    pub last: Option<RuntimeId>,
+    /// Runtimes that lost the device too: not replayed in this process.
+    pub not_run: Vec<RuntimeId>,
+}
+
+impl Order {
+    /// The order of `runtimes`, each with whether it loses the GPU
+    /// ([`RuntimePlan::loses_the_gpu`]).
+    pub(crate) fn of(runtimes: impl IntoIterator<Item = (RuntimeId, bool)>) -> Order {
+        let mut runtimes: Vec<(RuntimeId, bool)> = runtimes.into_iter().collect();
+        runtimes.sort_by_key(|(id, _)| *id);
+        let mut order = Order::default();
+        for (id, loses) in runtimes {
+            match (loses, order.last) {
+                (false, _) => order.first.push(id),
+                (true, None) => order.last = Some(id),
+                (true, Some(_)) => order.not_run.push(id),
+            }
+        }
+        order
+    }
+
+    /// The runtimes replayed, in the order they run.
+    pub(crate) fn runs(&self) -> impl Iterator<Item = RuntimeId> + '_ {
+        self.first.iter().copied().chain(self.last)
+    }
+
+    /// Whether `runtime` is replayed in this process.
+    pub(crate) fn replays(&self, runtime: RuntimeId) -> bool {
+        !self.not_run.contains(&runtime)
+    }
+
+    /// What the report says of the order: the runtime run last and why, and each runtime
+    /// not replayed with its capture's loss (`losses`: [`RuntimePlan::sticky_loss`]).
+    pub(crate) fn notes(
+        &self,
+        losses: impl Fn(RuntimeId) -> Option<(SubmissionIndex, String)>,
+    ) -> Vec<String> {
+        let Some(last) = self.last else {
+            return Vec::new();
+        };
+        let list = |ids: &[RuntimeId]| {
+            let ids: Vec<String> = ids.iter().map(|id| id.0.to_string()).collect();
+            format!(
+                "runtime{} {}",
+                if ids.len() == 1 { "" } else { "s" },
+                ids.join(", ")
+            )
+        };
+        let rule = "after which the device cannot be used again in the replay's process (the \
+                    vendor's rule)";
+        let mut notes = Vec::new();
+        if !self.first.is_empty() {
+            notes.push(format!(
+                "runtime {last} replayed after every other runtime ({}): its capture lost the \
+                 device to a sticky error, which its replay on a GPU reproduces, {rule}",
+                list(&self.first)
+            ));
+        }
+        for &id in &self.not_run {
+            let loss = losses(id).map_or_else(String::new, |(submission, error)| {
+                let error = error.split("; ").next().unwrap_or(&error).to_owned();
+                format!(" (submission {}: {error})", submission.0)
+            });
+            notes.push(format!(
+                "runtime {id}: not replayed, its submissions not compared: its capture lost the \
+                 device to a sticky error too{loss}, and runtime {last}'s replay reproduces its \
+                 own loss first, {rule} (`--backend sim` replays every runtime)"
+            ));
+        }
+        notes
+    }
+}
+
 /// How often a runtime is replayed in one process: warm-ups, then timed repeats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Runs {
@@ -341,29 +459,18 @@ impl RuntimePlan<'_> {
     /// `auto` fell back to the software device and still ran it once, saying a GPU would
     /// reproduce the loss (a break-it pass).
     pub(crate) fn replays_on_sim(&self, options: &crate::options::ReplayOptions) -> bool {
-        match options.backend {
-            hrx::BackendChoice::Sim => true,
-            hrx::BackendChoice::Auto => {
-                // As `replay_fault` decides: a fault asked, or the captured one injected
-                // (not where it fired before this trace's range).
-                let captured = options.captured_fault
-                    && self.fault.is_some()
-                    && !matches!(
-                        self.range_fault,
-                        Some((
-                            _,
-                            s::RangeFault {
-                                from_start: None,
-                                ..
-                            }
-                        ))
-                    );
-                options.fault.is_some()
-                    || captured
-                    || !options.auto_opens_gpu.unwrap_or_else(auto_opens_gpu)
-            }
-            _ => false,
-        }
+        replays_on_sim(
+            options,
+            self.fault.is_some(),
+            self.range_fault.as_ref().map(|(_, f)| f),
+        )
+    }
+
+    /// Whether its replay may run on a GPU and reproduce its capture's sticky loss of the
+    /// device, after which no runtime of the replay's process can use the device
+    /// ([`Order`]).
+    pub(crate) fn loses_the_gpu(&self, options: &crate::options::ReplayOptions) -> bool {
+        self.sticky_loss.is_some() && !self.replays_on_sim(options)
     }
 
     /// Whether its replays keep their outputs' contents: a float tolerance compares them, and
