@@ -256,20 +256,36 @@ pub fn printable(report: &serde_json::Value) -> serde_json::Value {
                 })
                 .collect(),
         ),
-        Value::String(text) if text.chars().any(hrx_capture::needs_escape) => Value::String(
-            text.chars()
-                .map(|c| {
-                    if hrx_capture::needs_escape(c) {
-                        c.escape_debug().to_string()
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect(),
-        ),
+        Value::String(text) if text.chars().any(hrx_capture::needs_escape) => {
+            Value::String(shown_text(text).into_owned())
+        }
         Value::Array(items) => Value::Array(items.iter().map(printable).collect()),
         other => other.clone(),
     }
+}
+
+/// One string as [`printable`] shows it: its control characters (and the others
+/// [`hrx_capture::needs_escape`] names) escaped; borrowed where it has none.
+pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(hrx_capture::needs_escape) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if hrx_capture::needs_escape(c) {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
+/// One name as [`printable`] shows a field whose key ends in `name`: escaped
+/// ([`shown_text`]), then shortened in its middle past [`NAME_SHOWN_CHARS`].
+pub fn shown_name(name: &str) -> String {
+    shortened(shown_text(name).into_owned())
 }
 
 /// The longest name [`printable`] shows whole, in characters.
