@@ -519,6 +519,38 @@ pub fn with_kernel_added(
     })
 }
 
+/// `records` (a [`pipeline`], with or without [`with_op_timings`]) as a build whose graph
+/// lacks region `gone`: its records left out, later regions one index lower (its
+/// operations stay in the graph, in no region): a graph that lost a region, for `diff`'s
+/// tests (the other way round, one that gained it).
+pub fn with_region_removed(
+    records: impl Iterator<Item = Record>,
+    gone: u32,
+) -> impl Iterator<Item = Record> {
+    let shift = move |r: &mut RegionIndex| {
+        let keep = r.0 != gone;
+        if r.0 > gone {
+            r.0 -= 1;
+        }
+        keep
+    };
+    records.filter_map(move |mut r| {
+        let keep = match &mut r {
+            Record::Prepared(p) => {
+                p.regions.remove(gone as usize);
+                true
+            }
+            Record::RegionStarted(x) => shift(&mut x.region),
+            Record::RegionTiming(x) => shift(&mut x.region),
+            Record::OpTiming(x) => shift(&mut x.timing.region),
+            Record::RegionDone(x) => shift(&mut x.region),
+            Record::CrossWait(x) => shift(&mut x.region) & shift(&mut x.on_region),
+            _ => true,
+        };
+        keep.then_some(r)
+    })
+}
+
 /// Host threads and application annotations (format 1.14) beside `submissions` submissions
 /// `period_ns` apart from `first_ns`: thread 0 `main` submits each submission (a `submit` of
 /// a hundredth of the period at its submit time) and waits for it (a tenth); thread 1

@@ -51,7 +51,7 @@
 //! read whole: *same* of such a trace is [`SAME_AS_FAR_AS_BOTH_GO`].
 
 use super::range::{Held, describe};
-use super::{Matched, OpKey, Profile};
+use super::{Matched, OpKey, OpProfile, Profile};
 use crate::compare::{Slowdown, TimingMatch, Verdict, timing};
 use crate::matching::{Paired, Pools, RegionKey, pair};
 use crate::sketch::Sketch;
@@ -244,7 +244,7 @@ pub struct OpTimes {
     pub key: OpKey,
     /// The ranks of the prepared graphs pooled (ascending; the first is `key`'s).
     pub graphs: Vec<u64>,
-    /// Its region in base, in new.
+    /// Its region in base, in new (each side's own index; see [`OpTimes::place`]).
     pub region: [u32; 2],
     /// Its node (index in its graph) in base, in new: where it runs in its region.
     pub node: [u32; 2],
@@ -258,6 +258,16 @@ pub struct OpTimes {
     pub interval: Option<(f64, f64)>,
     /// Not judged for too few runs on a side ([`KernelRow::too_few`]).
     pub too_few: bool,
+}
+
+impl OpTimes {
+    /// Where the operation runs as the report names it: its region and node in base, the
+    /// index its region's row names ([`RegionTimes::key`]: base's, once a graph that gained
+    /// or lost a region is paired by label, [`super::align_regions`]). An operation of a
+    /// graph one trace alone prepared (pooled with graphs of both) has its side's.
+    pub fn place(&self) -> (u32, u32) {
+        (self.region[0], self.node[0])
+    }
 }
 
 /// Regions paired by [`RegionKey`].
@@ -413,6 +423,11 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
         first != prepared && in_both(&(runtime, first)) && !in_both(&(runtime, prepared))
     };
     let mut graph_changes = Vec::new();
+    let untimed_at = |op: &OpProfile| OpProfile {
+        region: op.region,
+        node: op.node,
+        timings: Default::default(),
+    };
     // Operations of both sides, by graph and place ((name, nth)), with their regions.
     let mut timed_ops = Vec::new();
     for (key, paired) in pair(base.operations.clone(), new.operations.clone()) {
@@ -421,13 +436,15 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
                 let place = (key.runtime, key.prepared, (key.name, key.nth));
                 timed_ops.push((place, (b, n)));
             }
+            // The side it lacks untimed, at its place (the row names base's region).
             Paired::Base(op) if pooled_with_both(key.runtime, key.prepared) => {
                 let place = (key.runtime, key.prepared, (key.name, key.nth));
-                timed_ops.push((place, (op, Default::default())));
+                let untimed = untimed_at(&op);
+                timed_ops.push((place, (op, untimed)));
             }
             Paired::New(op) if pooled_with_both(key.runtime, key.prepared) => {
                 let place = (key.runtime, key.prepared, (key.name, key.nth));
-                timed_ops.push((place, (Default::default(), op)));
+                timed_ops.push((place, (untimed_at(&op), op)));
             }
             Paired::Base(op) | Paired::New(op) if graphs_of_both(&key) => {
                 let added = !base.operations.contains_key(&key);
@@ -1484,36 +1501,8 @@ mod tests {
         );
     }
 
-    /// `records` as a build whose graph lacks region `gone`: its records left out, later
-    /// regions one index lower.
     fn without_region(records: &[Record], gone: u32) -> Vec<Record> {
-        let shift = |r: &mut hrx_capture::schema::RegionIndex| {
-            let keep = r.0 != gone;
-            if r.0 > gone {
-                r.0 -= 1;
-            }
-            keep
-        };
-        let mut out = Vec::new();
-        for r in records {
-            let mut r = r.clone();
-            let keep = match &mut r {
-                Record::Prepared(p) => {
-                    p.regions.remove(gone as usize);
-                    true
-                }
-                Record::RegionStarted(x) => shift(&mut x.region),
-                Record::RegionTiming(x) => shift(&mut x.region),
-                Record::OpTiming(x) => shift(&mut x.timing.region),
-                Record::RegionDone(x) => shift(&mut x.region),
-                Record::CrossWait(x) => shift(&mut x.region) & shift(&mut x.on_region),
-                _ => true,
-            };
-            if keep {
-                out.push(r);
-            }
-        }
-        out
+        crate::synthetic::with_region_removed(records.iter().cloned(), gone).collect()
     }
 
     /// A region removed from a graph (or added: the other way) leaves the others paired by
@@ -1543,6 +1532,28 @@ mod tests {
                 super::super::align_regions(&b, &mut again),
                 super::super::Realigned::default()
             );
+        }
+    }
+
+    /// An operation's row names its region as the region rows do (base's index: a graph
+    /// that lost its first region has its compute region at 1 in base, 0 in new, and its
+    /// region row says 1), whichever side lost it; each side's own index stays in `region`.
+    #[test]
+    fn an_operations_place_is_its_region_rows_index() {
+        let base = ops(trace(20, &[], None));
+        let new = without_region(&base, 0);
+        for (base, new, region) in [(&base, &new, [1, 0]), (&new, &base, [0, 1])] {
+            let (b, mut n) = (profile_records(base), profile_records(new));
+            super::super::align_regions(&b, &mut n);
+            let c = compare(&b, &n, &matched(base, new), 1e9);
+            let compute = (c.regions.times.iter())
+                .find(|t| t.label.starts_with("blur"))
+                .unwrap_or_else(|| panic!("{:?}", c.regions.times));
+            assert!(!c.op_times.is_empty());
+            for o in &c.op_times {
+                assert_eq!(o.region, region, "{o:?}");
+                assert_eq!(o.place().0, compute.key.region, "{o:?}");
+            }
         }
     }
 

@@ -22,8 +22,9 @@
 //!   region labels differ (a region added or removed shifts every later index), regions
 //!   are paired by label (`hrx_analysis::diff::align_regions`: the longest common
 //!   subsequence, as a text diff pairs lines, the rest in order between) and take base's
-//!   index; a matched region whose label changed is *relabelled* (the graph was built
-//!   differently). Each matched
+//!   index (the text's operation rows name base's index too, as the region rows do:
+//!   `OpTimes::place`); a matched region whose label changed is *relabelled* (the graph was
+//!   built differently). Each matched
 //!   region has its median on both sides, pooled over the prepared graphs that compute the
 //!   same thing in both traces, and a graph one trace alone prepared with the graphs identical
 //!   to it (a pipeline's frame contexts, at any `--in-flight`: one row, `"graphs": [1, 2, 3]`;

@@ -623,7 +623,8 @@ fn write_operations(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
 }
 
 /// The operations timed in both traces, by place: the slow first, then as a graph runs
-/// (graph, region, node).
+/// (graph, region, node), each named by its region as the region rows name it (base's
+/// index: [`OpTimes::place`]).
 fn write_op_times(out: &mut impl Write, times: &[OpTimes], max_slowdown: f64) -> io::Result<()> {
     if times.is_empty() {
         return Ok(());
@@ -645,7 +646,7 @@ fn write_op_times(out: &mut impl Write, times: &[OpTimes], max_slowdown: f64) ->
     // pass); the JSON is by graph and name. The text lists LISTED, `--json` all.
     let mut rows: Vec<&OpTimes> = times.iter().collect();
     rows.sort_by_key(|o| {
-        let (region, node) = (o.region[1], o.node[1]);
+        let (region, node) = o.place();
         let place = (o.key.runtime, o.key.prepared, region, node);
         (!o.slow, place, o.key.name.as_str(), o.key.nth)
     });
@@ -659,7 +660,7 @@ fn write_op_times(out: &mut impl Write, times: &[OpTimes], max_slowdown: f64) ->
         let name = format!(
             "g{} r{} {}{nth}",
             id_runs(&graphs),
-            o.region[1],
+            o.place().0,
             crate::output::shown_name(&o.key.name)
         );
         let row = Judged::from(*o);
@@ -1088,5 +1089,24 @@ mod tests {
             ["g1 r1 gray", "g1 r0 upload", "g1 r2 download"],
             "{text}"
         );
+    }
+
+    /// An operation row names its region as the region rows do: by base's index where a
+    /// region added before it moved it in new (region rows take base's index once paired by
+    /// label), and is ordered by that place. It named new's (`g1 r0 blur` beside the region
+    /// row `g1 r1 compute`: a break-it pass).
+    #[test]
+    fn an_operation_row_names_its_region_by_base_index_as_the_region_rows_do() {
+        let s = |name: &str| stats(name, 12, 1000, (900, 1100));
+        let rows = [
+            op("blur", [1, 0], 1, s("blur"), s("blur")),
+            op("upload", [0, 3], 0, s("upload"), s("upload")),
+        ];
+        let text = text(|out| write_op_times(out, &rows, 1.5));
+        let names: Vec<String> = (text.lines())
+            .filter(|l| l.starts_with("g1 "))
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(names, ["g1 r0 upload", "g1 r1 blur"], "{text}");
     }
 }

@@ -1493,3 +1493,54 @@ fn diff_help_gives_one_slow_rule() {
         "{help}"
     );
 }
+
+/// An operation's row names its region as the region rows do: by base's index where a graph
+/// that gained or lost a region was paired by label (the region rows take base's index).
+/// The operation rows named new's: `g1 r0 blur` beside the region row `g1 r1 blur +1` for
+/// the same region, once new's graph lost its first region (a break-it pass).
+#[test]
+fn operation_rows_name_their_region_as_the_region_rows_do() {
+    use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_op_timings, with_region_removed};
+    let dir = tempfile::tempdir().unwrap();
+    let whole: Vec<hrx_capture::Record> = with_op_timings(pipeline(PipelineSpec::ops(80))).collect();
+    write_records(&dir.path().join("whole.hrxt"), whole.clone().into_iter());
+    write_records(
+        &dir.path().join("less.hrxt"),
+        with_region_removed(whole.into_iter(), 0),
+    );
+    // Base's compute region is region 1 of the whole graph, region 0 of the one that lost
+    // its upload.
+    for (base, new, compute) in [("whole.hrxt", "less.hrxt", 1), ("less.hrxt", "whole.hrxt", 0)] {
+        let out = run(dir.path(), &["diff", base, new]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            field(&text, "regions").contains("relabelled"),
+            "{text}"
+        );
+        let rows = |header: &str| -> Vec<(String, String)> {
+            (text.lines())
+                .skip_while(|l| !l.starts_with(header))
+                .skip(1)
+                .take_while(|l| l.trim_start().starts_with("g1 "))
+                .map(|l| {
+                    let mut words = l.split_whitespace().skip(1);
+                    let region = words.next().unwrap().to_owned();
+                    (region, words.next().unwrap().to_owned())
+                })
+                .collect()
+        };
+        let regions = rows("  region (worst ratio first)");
+        let ops = rows("operation (slow, then place)");
+        let at = format!("r{compute}");
+        assert!(
+            regions.iter().any(|(r, label)| *r == at && label == "blur"),
+            "{regions:?}\n{text}"
+        );
+        assert_eq!(
+            ops,
+            [(at.clone(), "blur".to_owned()), (at, "sobel".to_owned())],
+            "{text}"
+        );
+    }
+}
