@@ -422,4 +422,3 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let code = report.exit_code;
     crate::failure::verdict(code, printed, &format!("the report of {comparison_of}"))
 }
-

@@ -10,8 +10,8 @@
 
 use hrx_analysis::compare::too_spread;
 use hrx_analysis::diff::{
-    AnnotationRow, ChangedOutcome, Comparison, DifferingOutput, GraphChange, KernelRow,
-    Matched, NOISE_FLOOR_NS, OpTimes, Place, RegionTimes, Relabelled, Side, UNKNOWN_GRAPH,
+    AnnotationRow, ChangedOutcome, Comparison, DifferingOutput, GraphChange, KernelRow, Matched,
+    NOISE_FLOOR_NS, OpTimes, Place, RegionTimes, Relabelled, Side, UNKNOWN_GRAPH,
 };
 use hrx_analysis::{AnnotationStats, KernelStats};
 use serde::Serialize;
@@ -606,7 +606,7 @@ fn op_row(o: &OpTimes) -> OpJson<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hrx_analysis::diff::{OpKey, match_streams, profile_records};
+    use hrx_analysis::diff::{match_streams, profile_records};
     use hrx_analysis::matching::RegionKey;
     use hrx_analysis::scan::Outcome;
     use hrx_analysis::synthetic::{
@@ -625,12 +625,13 @@ mod tests {
             out.splice(end..end, ranges);
             out
         };
-        let base: Vec<Record> = with_ranges(with_op_timings(pipeline(PipelineSpec::ops(80))).collect());
+        let base: Vec<Record> =
+            with_ranges(with_op_timings(pipeline(PipelineSpec::ops(80))).collect());
         let new: Vec<Record> = with_kernel_added(base.iter().cloned(), "hrx_foo").collect();
         let (b, n) = (profile_records(&base), profile_records(&new));
-        let stream = |r: &[Record]| -> hrx_analysis::diff::Records<'_> {
-            Box::new(r.to_vec().into_iter().map(Ok))
-        };
+        fn stream(r: &[Record]) -> hrx_analysis::diff::Records<'_> {
+            Box::new(r.iter().cloned().map(Ok))
+        }
         let mut m = match_streams((&b, stream(&base)), (&n, stream(&new))).unwrap();
         let mut c = hrx_analysis::diff::compare(&b, &n, &m, 1.5);
         let key = RegionKey {
@@ -736,6 +737,5 @@ mod tests {
             (&v["capture_wait_untold_ranges"], &v["capture_wait_ns"]),
             (&json!(2), &json!(5))
         );
-        let _ = OpKey::clone;
     }
 }

@@ -284,7 +284,11 @@ pub(super) fn write_text(out: &mut impl Write, r: &Report<'_>) -> io::Result<()>
         }
     }
     if !r.reasons.is_empty() {
-        let reasons: Vec<_> = r.reasons.iter().map(|x| crate::output::shown_text(x)).collect();
+        let reasons: Vec<_> = r
+            .reasons
+            .iter()
+            .map(|x| crate::output::shown_text(x))
+            .collect();
         writeln!(out, "because      {}", reasons.join("; "))?;
     }
     writeln!(
@@ -384,7 +388,13 @@ fn write_annotations(
     writeln!(
         out,
         "\n{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
-        "annotation", "ranges", "base p50", "new p50", "base p99", "new p99", "ratio [95% interval]"
+        "annotation",
+        "ranges",
+        "base p50",
+        "new p50",
+        "base p99",
+        "new p99",
+        "ratio [95% interval]"
     )?;
     for row in rows {
         let a = &Judged::from(row);
@@ -605,7 +615,12 @@ fn write_operations(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         ),
     };
     if let Some(note) = &c.op_note {
-        writeln!(out, "{:<12} {}", "operations", crate::output::shown_text(note))?;
+        writeln!(
+            out,
+            "{:<12} {}",
+            "operations",
+            crate::output::shown_text(note)
+        )?;
     }
     for g in c.graph_changes.iter().take(LISTED) {
         writeln!(
@@ -724,7 +739,12 @@ mod tests {
         }
     }
 
-    fn annotation(name: &str, count: u64, p50_ns: u64, (min_ns, max_ns): (u64, u64)) -> AnnotationStats {
+    fn annotation(
+        name: &str,
+        count: u64,
+        p50_ns: u64,
+        (min_ns, max_ns): (u64, u64),
+    ) -> AnnotationStats {
         AnnotationStats {
             name: name.to_owned(),
             count,
@@ -800,10 +820,7 @@ mod tests {
             .runs()
         };
         let rows = [row(15_000_000), row(3)];
-        assert_eq!(
-            runs_width(rows.iter().cloned()),
-            "15000000/15000000".len()
-        );
+        assert_eq!(runs_width(rows.iter().cloned()), "15000000/15000000".len());
         assert_eq!(runs_width(rows[1..].iter().cloned()), 9);
         assert_eq!(runs_width(std::iter::empty()), 9);
     }

@@ -1502,7 +1502,8 @@ fn diff_help_gives_one_slow_rule() {
 fn operation_rows_name_their_region_as_the_region_rows_do() {
     use hrx_analysis::synthetic::{PipelineSpec, pipeline, with_op_timings, with_region_removed};
     let dir = tempfile::tempdir().unwrap();
-    let whole: Vec<hrx_capture::Record> = with_op_timings(pipeline(PipelineSpec::ops(80))).collect();
+    let whole: Vec<hrx_capture::Record> =
+        with_op_timings(pipeline(PipelineSpec::ops(80))).collect();
     write_records(&dir.path().join("whole.hrxt"), whole.clone().into_iter());
     write_records(
         &dir.path().join("less.hrxt"),
@@ -1510,14 +1511,14 @@ fn operation_rows_name_their_region_as_the_region_rows_do() {
     );
     // Base's compute region is region 1 of the whole graph, region 0 of the one that lost
     // its upload.
-    for (base, new, compute) in [("whole.hrxt", "less.hrxt", 1), ("less.hrxt", "whole.hrxt", 0)] {
+    for (base, new, compute) in [
+        ("whole.hrxt", "less.hrxt", 1),
+        ("less.hrxt", "whole.hrxt", 0),
+    ] {
         let out = run(dir.path(), &["diff", base, new]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let text = stdout(&out);
-        assert!(
-            field(&text, "regions").contains("relabelled"),
-            "{text}"
-        );
+        assert!(field(&text, "regions").contains("relabelled"), "{text}");
         let rows = |header: &str| -> Vec<(String, String)> {
             (text.lines())
                 .skip_while(|l| !l.starts_with(header))
