@@ -160,69 +160,161 @@ pub fn signature<'a>(
 /// what it computes ([`params`]).
 pub type Signature = (u64, u64);
 
+/// What a prepared graph read and wrote in one trace, as [`align`] tells apart the graphs
+/// of one [`Signature`] (those a program's threads each prepare for themselves): each part
+/// `None` where the trace recorded nothing of it. Gathered in `diff`'s first pass, in
+/// memory per graph (not per submission).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    /// Its outputs over all its submissions as a multiset, whatever order they were read
+    /// in: the wrapping sum of xxh3 of each digest's byte range and digest.
+    pub outputs: Option<u64>,
+    /// Its first submission's outputs, alike (a graph whose later outputs changed).
+    pub first: Option<u64>,
+    /// What the host had written (`HostWrite`, a range's `BufferSnapshot`), by its first
+    /// submission, to the buffers its operations read: xxh3 of each read use and the
+    /// writes to its buffer, folded in order.
+    pub inputs: Option<u64>,
+}
+
+impl Fingerprint {
+    /// Adds an output digest of bytes `start..end` (`first`: of the graph's first
+    /// submission).
+    pub fn add_output(&mut self, start: u64, end: u64, xxh3: u64, first: bool) {
+        let mut h = Xxh3::new();
+        (start, end, xxh3).hash(&mut h);
+        let one = h.finish();
+        let add = |sum: &mut Option<u64>| *sum = Some(sum.unwrap_or(0).wrapping_add(one));
+        add(&mut self.outputs);
+        if first {
+            add(&mut self.first);
+        }
+    }
+
+    /// The parts `parts` names (outputs, first, inputs), the others `None`; `None` where
+    /// none of those was recorded (nothing to pair by).
+    fn parts(&self, parts: [bool; 3]) -> Option<[Option<u64>; 3]> {
+        let all = [self.outputs, self.first, self.inputs];
+        let kept: [Option<u64>; 3] = std::array::from_fn(|k| all[k].filter(|_| parts[k]));
+        kept.iter().any(Option::is_some).then_some(kept)
+    }
+}
+
+/// The fingerprint parts [`align`] pairs graphs of one key by, in order: all of them, then
+/// the outputs, the first submission's outputs, the inputs, each alone.
+const BY_FINGERPRINT: [[bool; 3]; 4] = [
+    [true, true, true],
+    [true, false, false],
+    [false, true, false],
+    [false, false, true],
+];
+
+/// What [`align_graphs`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Aligned {
+    /// How many of `new`'s graphs took another rank.
+    pub moved: u64,
+    /// Graphs of one structure that nothing recorded told apart, though what they computed
+    /// differs (their [`Fingerprint`]s; two graphs of either trace at least): they were
+    /// paired in the order they were prepared, which a program whose threads prepare them
+    /// concurrently does not keep. Per runtime rank, base's ranks of those graphs (after
+    /// alignment, what the report names).
+    pub in_order: Vec<(u32, Vec<u64>)>,
+}
+
+/// [`align_graphs`], returning how many of `new`'s graphs changed rank.
+pub fn align(base: &Profile, new: &mut Profile) -> u64 {
+    align_graphs(base, new).moved
+}
+
 /// Gives `new`'s prepared graphs `base`'s ranks where the two runtimes prepared the same
-/// graphs in another order; returns how many of `new`'s graphs changed rank.
+/// graphs in another order, or graphs of one signature whose order its threads raced for;
+/// returns what moved and which graphs only their order paired ([`Aligned`]).
 ///
 /// Graphs are ranked by id, the order a program prepared them in; graphs prepared
 /// concurrently by several threads take ids in whatever order the threads ran, so the same
 /// program recorded twice can rank them differently and the ranks pair the wrong graphs.
 /// Where a runtime of each trace holds graphs of the same shapes ([`structure`]: regions and
-/// writing uses) in another order, or graphs of one shape that compute different things
-/// ([`params`]: fill values, kernel constants or launch dimensions, copy inputs) in another
-/// order, a graph is matched instead: first by shape and what it computes, then, among the
-/// graphs left, by shape alone (one graph changed its parameters between the two runs).
-/// The k-th graph of a key in `new` takes the rank of the k-th of that key in `base`
-/// (graphs of one key keep their id order: nothing the trace records tells them apart).
+/// writing uses), a graph is matched by, in order: its shape and what it computes
+/// ([`params`]: fill values, kernel constants or launch dimensions, copy inputs) and what
+/// it read and wrote ([`Fingerprint`]: all of it, then its outputs, its first submission's
+/// outputs, its inputs, each alone); its shape alone and its fingerprint likewise (a graph
+/// that changed its parameters between the runs); then, among the graphs left, by shape and
+/// parameters, and by shape alone. Within a key, the k-th graph of `new` takes the rank of
+/// the k-th of `base` (id order). So two threads each preparing a graph of one structure
+/// over their own data pair by their data whichever prepared first, and a thread whose
+/// output changed still pairs with its own graph where the other thread's did not change
+/// (or where its inputs did not). Where graphs left to the last two keys differ in what
+/// they computed, their pairing is by order, and [`Aligned::in_order`] names them.
 /// Where the shapes differ (another program), ranks stay by id, so a graph built
 /// differently reads as relabelled regions.
-pub fn align(base: &Profile, new: &mut Profile) -> u64 {
+pub fn align_graphs(base: &Profile, new: &mut Profile) -> Aligned {
+    type Graph = (u64, Signature, Fingerprint);
     let by_runtime = |p: &Profile| {
-        let mut out: BTreeMap<u32, Vec<(u64, Signature)>> = BTreeMap::new();
+        let mut out: BTreeMap<u32, Vec<Graph>> = BTreeMap::new();
         for (&(runtime, rank), &sig) in &p.graphs {
-            out.entry(runtime).or_default().push((rank, sig));
+            let print = p.fingerprints.get(&(runtime, rank)).copied();
+            out.entry(runtime)
+                .or_default()
+                .push((rank, sig, print.unwrap_or_default()));
         }
         out
     };
     let (b, n) = (by_runtime(base), by_runtime(new));
+    let mut aligned = Aligned::default();
     // (runtime rank, new's rank) → base's rank, for the graphs that move.
     let mut moved: HashMap<(u32, u64), u64> = HashMap::new();
     for (runtime, new_graphs) in &n {
         let Some(base_graphs) = b.get(runtime) else {
             continue;
         };
-        let shapes = |g: &[(u64, Signature)]| g.iter().map(|x| x.1.0).collect::<Vec<_>>();
-        let sorted = |mut v: Vec<u64>| {
+        let shapes = |g: &[Graph]| {
+            let mut v: Vec<u64> = g.iter().map(|x| x.1.0).collect();
             v.sort_unstable();
             v
         };
-        if base_graphs == new_graphs || sorted(shapes(base_graphs)) != sorted(shapes(new_graphs)) {
+        if shapes(base_graphs) != shapes(new_graphs) {
             continue;
         }
-        let sigs = |g: &[(u64, Signature)]| g.iter().map(|x| x.1).collect::<Vec<_>>();
-        if sigs(base_graphs) == sigs(new_graphs) {
-            continue;
-        }
-        // Base's graphs (by position) not yet taken, per key, in id order.
-        let mut by_sig: HashMap<Signature, VecDeque<usize>> = HashMap::new();
-        for (i, &(_, sig)) in base_graphs.iter().enumerate() {
-            by_sig.entry(sig).or_default().push_back(i);
-        }
-        let mut to: Vec<Option<usize>> = new_graphs
-            .iter()
-            .map(|&(_, sig)| by_sig.get_mut(&sig).and_then(VecDeque::pop_front))
-            .collect();
-        let mut by_shape: HashMap<u64, VecDeque<usize>> = HashMap::new();
-        let mut left: Vec<usize> = by_sig.into_values().flatten().collect();
-        left.sort_unstable();
-        for i in left {
-            by_shape.entry(base_graphs[i].1.0).or_default().push_back(i);
-        }
-        for (j, &(_, (shape, _))) in new_graphs.iter().enumerate() {
-            if to[j].is_none() {
-                to[j] = by_shape.get_mut(&shape).and_then(VecDeque::pop_front);
+        // A graph's key at a step: its shape, its parameters (or 0), the fingerprint parts
+        // (none: by order); `None` where it has none of those parts.
+        type Key = (u64, u64, [Option<u64>; 3]);
+        let key = |g: &Graph, params: bool, parts: Option<[bool; 3]>| -> Option<Key> {
+            let kept = match parts {
+                Some(parts) => g.2.parts(parts)?,
+                None => [None; 3],
+            };
+            Some((g.1.0, if params { g.1.1 } else { 0 }, kept))
+        };
+        let steps = (BY_FINGERPRINT.iter().map(|&p| (true, Some(p))))
+            .chain(BY_FINGERPRINT.iter().map(|&p| (false, Some(p))))
+            .chain([(true, None), (false, None)]);
+        let mut to: Vec<Option<usize>> = vec![None; new_graphs.len()];
+        let mut taken = vec![false; base_graphs.len()];
+        for (params, parts) in steps {
+            // Base's graphs not yet taken, per key, in id order.
+            let mut free: HashMap<Key, VecDeque<usize>> = HashMap::new();
+            for (i, g) in base_graphs.iter().enumerate() {
+                if let Some(k) = key(g, params, parts).filter(|_| !taken[i]) {
+                    free.entry(k).or_default().push_back(i);
+                }
+            }
+            let waiting: Vec<(usize, Key)> = (new_graphs.iter().enumerate())
+                .filter(|&(j, _)| to[j].is_none())
+                .filter_map(|(j, g)| Some((j, key(g, params, parts)?)))
+                .collect();
+            if parts.is_none() {
+                in_order(&free, &waiting, base_graphs, new_graphs, |ranks| {
+                    aligned.in_order.push((*runtime, ranks))
+                });
+            }
+            for (j, k) in waiting {
+                if let Some(i) = free.get_mut(&k).and_then(VecDeque::pop_front) {
+                    (to[j], taken[i]) = (Some(i), true);
+                }
             }
         }
-        for (&(rank, _), i) in new_graphs.iter().zip(to) {
+        for (&(rank, ..), i) in new_graphs.iter().zip(to) {
             if let Some(i) = i
                 && base_graphs[i].0 != rank
             {
@@ -230,8 +322,9 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
             }
         }
     }
+    aligned.moved = moved.len() as u64;
     if moved.is_empty() {
-        return 0;
+        return aligned;
     }
     let rerank = |runtime: u32, rank: u64| moved.get(&(runtime, rank)).copied().unwrap_or(rank);
     new.regions = std::mem::take(&mut new.regions)
@@ -252,6 +345,10 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
         .into_iter()
         .map(|((runtime, rank), sig)| ((runtime, rerank(runtime, rank)), sig))
         .collect();
+    new.fingerprints = std::mem::take(&mut new.fingerprints)
+        .into_iter()
+        .map(|((runtime, rank), print)| ((runtime, rerank(runtime, rank)), print))
+        .collect();
     let places = &mut new.places;
     for ((runtime, _), rank) in places.prepared_rank.iter_mut() {
         if let Some(&r) = places.graph_runtime.get(runtime) {
@@ -259,7 +356,47 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
         }
     }
     new.shape = places.shape();
-    moved.len() as u64
+    aligned
+}
+
+/// Whether two of `graphs` at `of` differ in their [`Fingerprint`]s.
+fn differ(graphs: &[(u64, Signature, Fingerprint)], of: impl IntoIterator<Item = usize>) -> bool {
+    let mut prints = of.into_iter().map(|i| graphs[i].2);
+    let first = prints.next();
+    prints.any(|p| Some(p) != first)
+}
+
+/// Of the graphs about to be paired by order (`free`: base's, per key; `waiting`: new's),
+/// hands `said` base's ranks of each key's where the order decides something: both traces
+/// hold graphs of the key, and either holds two whose [`Fingerprint`]s differ.
+fn in_order<K: Eq + std::hash::Hash>(
+    free: &HashMap<K, VecDeque<usize>>,
+    waiting: &[(usize, K)],
+    base: &[(u64, Signature, Fingerprint)],
+    new: &[(u64, Signature, Fingerprint)],
+    mut said: impl FnMut(Vec<u64>),
+) {
+    // New's graphs per key, keys in the order new's graphs first name them.
+    let mut by_key: HashMap<&K, Vec<usize>> = HashMap::new();
+    let mut keys: Vec<&K> = Vec::new();
+    for (j, k) in waiting {
+        let graphs = by_key.entry(k).or_default();
+        if graphs.is_empty() {
+            keys.push(k);
+        }
+        graphs.push(*j);
+    }
+    for k in keys {
+        let Some(b) = free.get(k).filter(|b| !b.is_empty()) else {
+            continue;
+        };
+        let n = &by_key[k];
+        if differ(base, b.iter().copied()) || differ(new, n.iter().copied()) {
+            let mut ranks: Vec<u64> = b.iter().map(|&i| base[i].0).collect();
+            ranks.sort_unstable();
+            said(ranks);
+        }
+    }
 }
 
 /// The most region pairs [`align_regions`] weighs in one graph, past the labels both ends

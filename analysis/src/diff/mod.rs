@@ -8,7 +8,10 @@
 //!    region duration [`Sketch`]es, keyed by [`RegionKey`] ([`crate::matching`], the rule
 //!    `replay` uses too); with what the second
 //!    pass needs to place outputs: prepared graphs by rank, each graph's writing uses, and how
-//!    often each prepared graph was submitted (the *shape*).
+//!    often each prepared graph was submitted (the *shape*); and per prepared graph a
+//!    [`Fingerprint`] of what it read and wrote (its outputs' digests as a multiset, those
+//!    of its first submission, the host's writes to what it reads before that), a few
+//!    numbers a graph.
 //! 2. [`match_files`]: both traces read at once, each on a thread of its own, walked in step
 //!    by how many `Submit` records each has read: submission outcomes and output digests are
 //!    keyed as they arrive and matched against the other side's pending keys. Keys wait in a
@@ -19,7 +22,11 @@
 //!
 //! Between the passes, [`align`] gives the new trace's prepared graphs the base's ranks where
 //! a runtime of each prepared the same graph structures in another order (graphs built
-//! concurrently by several threads).
+//! concurrently by several threads), and where several graphs of one structure and
+//! parameters (each thread's own, over its own data) were prepared in another order: those
+//! pair by their [`Fingerprint`]s, and only where these do not tell them apart by order,
+//! which [`Aligned::in_order`] says where it decides anything (session 57: the two threads
+//! of a program recorded twice swapped graph ranks, and every output read as differing).
 //!
 //! Outputs are keyed as `diff` documents: by (runtime rank, prepared graph rank, the
 //! submission's index among its graph's submissions, the first operation and use writing
@@ -49,7 +56,8 @@
 //! The files, one concern each:
 //!
 //! - `profile`: the first pass ([`Profile`], [`profile`]).
-//! - `align`: prepared graphs paired by structure between the passes ([`align`]).
+//! - `align`: prepared graphs paired by structure and what they computed between the
+//!   passes ([`align`]).
 //! - `range`: the submissions a range or a trim holds, and those both sides hold.
 //! - `side`: one trace's second pass, keying outputs and outcomes as records arrive.
 //! - `window`: the match windows of keys waiting for the other side, and their merge.
@@ -67,8 +75,8 @@ mod verdict;
 mod window;
 
 pub use align::{
-    OpShape, Realigned, RegionShape, Signature, align, align_regions, kernel_params, params,
-    signature, structure,
+    Aligned, Fingerprint, OpShape, Realigned, RegionShape, Signature, align, align_graphs,
+    align_regions, kernel_params, params, signature, structure,
 };
 pub use profile::{
     OpKey, OpProfile, Profile, limit_timings, limit_timings_records, profile, profile_records,

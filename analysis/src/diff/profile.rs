@@ -2,23 +2,27 @@
 //! sketches, and what the second pass needs to key outputs and outcomes (prepared graphs by
 //! rank, each graph's writing uses, how often each was submitted).
 
-use super::align::{OpShape, RegionShape, Signature, kernel_params, signature};
+use super::align::{Fingerprint, OpShape, RegionShape, Signature, kernel_params, signature};
 use super::range::{Held, common, held, holds};
 use super::{DiffError, Side};
 use crate::hash::IdMap;
 use crate::index::RegionRef;
 use crate::matching::{RegionKey, ranks, runtime_ranks};
-use crate::scan::{JoinedSpan, Outcome, Visitor, scan_reader_threaded, scan_records};
+use crate::scan::{
+    JoinedSpan, JoinedSubmission, Outcome, Visitor, scan_reader_threaded, scan_records,
+};
 use crate::sketch::Sketch;
 use crate::stats::{AnnotationStats, KernelStats, OperationTimes, StatsVisitor, Timings};
 use crate::{Index, ScanSummary};
 use hrx_capture::schema::{
-    Access, BufferId, GraphId, GraphOp, KernelId, Placement, PreparedId, Record, RuntimeId,
-    SessionStart, SubmissionIndex, TraceRange,
+    Access, BufferId, GraphId, GraphOp, KernelId, OutputDigest, Placement, PreparedId, Record,
+    RuntimeId, SessionStart, SubmissionIndex, Submit, TraceRange,
 };
 use hrx_capture::{ReadError, Recovery, TraceReader, Warning};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 use std::path::Path;
+use xxhash_rust::xxh3::Xxh3;
 
 /// (runtime id, graph id) → (node, use, buffer, start, end) of every writing use.
 type Writes = IdMap<(RuntimeId, GraphId), Vec<(u32, u32, u64, u64, u64)>>;
@@ -98,6 +102,9 @@ pub struct Profile {
     /// Each prepared graph's (runtime rank, graph rank) [`Signature`]: its shape and what
     /// it computes.
     pub(super) graphs: BTreeMap<(u32, u64), Signature>,
+    /// Each prepared graph's (runtime rank, graph rank) [`Fingerprint`]: what it read and
+    /// wrote, which tells graphs of one signature apart ([`super::align`]).
+    pub(super) fingerprints: BTreeMap<(u32, u64), Fingerprint>,
     pub(super) places: Places,
 }
 
@@ -181,6 +188,13 @@ struct ProfileVisitor {
     /// The submissions whose timings and outcomes are kept, per runtime named (others:
     /// all): the submissions both traces hold ([`limit_timings`]).
     timed: IdMap<RuntimeId, Held>,
+    /// Per live buffer, the host's writes to it so far (`HostWrite`, and a range's
+    /// `BufferSnapshot`), folded in order: xxh3 of the fold before and the write's range and
+    /// digest ([`Fingerprint::inputs`]).
+    host_written: IdMap<(RuntimeId, BufferId), u64>,
+    /// Per prepared graph submitted, its first submission's number and its [`Fingerprint`]
+    /// so far: memory per graph, not per submission.
+    computed: IdMap<(RuntimeId, PreparedId), (u64, Fingerprint)>,
 }
 
 impl ProfileVisitor {
@@ -189,6 +203,36 @@ impl ProfileVisitor {
         self.timed
             .get(&runtime)
             .is_none_or(|held| holds(held, submission.0))
+    }
+
+    /// Folds a host write (or a snapshot) of `buffer[offset..offset + len_bytes]` whose
+    /// bytes hash to `xxh3` into what the host wrote to the buffer.
+    fn host_write(&mut self, runtime: RuntimeId, buffer: BufferId, range: (u64, u64), xxh3: u64) {
+        let fold = self.host_written.entry((runtime, buffer)).or_default();
+        let mut h = Xxh3::new();
+        (*fold, range, xxh3).hash(&mut h);
+        *fold = h.finish();
+    }
+
+    /// [`Fingerprint::inputs`] of `prepared` as it is submitted first: what the host wrote
+    /// so far to the buffers its operations read, by use; `None` where it reads none the
+    /// host wrote (or its graph is unknown).
+    fn inputs(&self, runtime: RuntimeId, prepared: PreparedId) -> Option<u64> {
+        let graph = self.places.graph_of.get(&(runtime, prepared))?;
+        let mut h = Xxh3::new();
+        let mut any = false;
+        for op in self.ops.get(&(runtime, *graph)).into_iter().flatten() {
+            for (i, u) in op.uses.iter().enumerate() {
+                if u.access == Access::Write {
+                    continue;
+                }
+                if let Some(written) = self.host_written.get(&(runtime, u.buffer)) {
+                    (op.node.0, i as u32, u.start, u.end, *written).hash(&mut h);
+                    any = true;
+                }
+            }
+        }
+        any.then(|| h.finish())
     }
 }
 
@@ -230,6 +274,17 @@ impl Visitor for ProfileVisitor {
             Record::BufferCreated(b) => {
                 self.placements.insert((b.runtime, b.buffer), b.placement);
             }
+            Record::BufferDropped(b) => {
+                self.host_written.remove(&(b.runtime, b.buffer));
+            }
+            Record::HostWrite(w) => {
+                let range = (w.offset, w.len_bytes);
+                self.host_write(w.runtime, w.buffer, range, w.xxh3);
+            }
+            Record::BufferSnapshot(w) => {
+                let range = (w.offset, w.len_bytes);
+                self.host_write(w.runtime, w.buffer, range, w.xxh3);
+            }
             Record::Prepared(p) => {
                 self.places
                     .graph_of
@@ -256,6 +311,37 @@ impl Visitor for ProfileVisitor {
             }
             Record::TraceRange(r) => self.ranges.push(r.clone()),
             _ => {}
+        }
+    }
+
+    /// A graph's first submission, once joined to its `Prepared` (so its operations are
+    /// known): what its reads hold now ([`Fingerprint::inputs`]).
+    fn submitted(&mut self, _: &Index, _: &JoinedSubmission, s: &Submit) {
+        let key = (s.runtime, s.prepared);
+        if !self.computed.contains_key(&key) {
+            let inputs = self.inputs(s.runtime, s.prepared);
+            let print = Fingerprint {
+                inputs,
+                ..Fingerprint::default()
+            };
+            self.computed.insert(key, (s.submission.0, print));
+        }
+    }
+
+    /// A digest joined to its submission, into its graph's [`Fingerprint`].
+    fn output(
+        &mut self,
+        index: &Index,
+        _: u64,
+        d: &OutputDigest,
+        submission: Option<&JoinedSubmission>,
+    ) {
+        let Some(prepared) = submission.and_then(|s| s.prepared) else {
+            return;
+        };
+        let id = index.prepared()[prepared.0 as usize].id;
+        if let Some((first, print)) = self.computed.get_mut(&(d.runtime, id)) {
+            print.add_output(d.start, d.end, d.xxh3, d.submission.0 == *first);
         }
     }
 
@@ -422,6 +508,15 @@ impl ProfileVisitor {
                 signature(regions, &ops, kernel, placement),
             );
         }
+        let fingerprints = (index.prepared().iter())
+            .map(|p| {
+                let print = self.computed.get(&(p.runtime, p.id));
+                (
+                    region_ranks[&(p.runtime, p.id)],
+                    print.map(|c| c.1).unwrap_or_default(),
+                )
+            })
+            .collect();
         let mut stats = std::mem::take(&mut self.stats).finish(&summary);
         let annotations = std::mem::take(&mut stats.annotations)
             .into_iter()
@@ -464,6 +559,7 @@ impl ProfileVisitor {
             shape,
             ranges,
             graphs,
+            fingerprints,
             places: self.places,
         }
     }

@@ -5,7 +5,7 @@ use super::*;
 use crate::matching::RegionKey;
 use crate::synthetic::{PipelineSpec, pipeline};
 use hrx_capture::schema::{BufferId, GraphId, OpKind, OutputDigest, Payload, PreparedId, Status};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A pipeline trace of `submissions` with one digest of buffer 4 after each completion
 /// (`flip`: submissions whose digest differs; `failed`: one whose outcome is failed).
@@ -382,6 +382,152 @@ fn graphs_of_one_shape_pair_by_what_they_compute() {
     // The same program twice: nothing moves, everything matches.
     let mut again = profile_records(&base);
     assert_eq!(align(&bp, &mut again), 0);
+}
+
+/// [`trace`] as a program whose two threads each prepare a graph of one signature over
+/// buffers of their own (the first prepared over buffers 0-4, the second over 100-104) and
+/// submit it in turn: `threads[k]` is what the k-th prepared graph computes, the digest of
+/// its every output and (`Some`) that of the host's write to its input buffer (0, 100)
+/// before the first submission. The same program with its threads preparing in the other
+/// order swaps `threads`.
+fn two_threads(submissions: u64, threads: [(u64, Option<u64>); 2]) -> Vec<Record> {
+    use hrx_capture::schema::HostWrite;
+    let moved = |b: BufferId, g: u64| BufferId(b.0 + 100 * g);
+    let mut out = Vec::new();
+    let mut graph_of = HashMap::new();
+    let mut written = false;
+    for r in trace(submissions, &[], None) {
+        match r {
+            Record::BufferCreated(b) => {
+                for g in 0..2 {
+                    let mut b = b.clone();
+                    b.buffer = moved(b.buffer, g);
+                    out.push(Record::BufferCreated(b));
+                }
+            }
+            Record::GraphOp(op) => {
+                for g in 0..2 {
+                    let mut op = op.clone();
+                    op.graph = GraphId(op.graph.0 + g);
+                    for u in &mut op.uses {
+                        u.buffer = moved(u.buffer, g);
+                    }
+                    out.push(Record::GraphOp(op));
+                }
+            }
+            Record::Prepared(p) => {
+                for g in 0..2 {
+                    let mut p = p.clone();
+                    p.prepared = PreparedId(p.prepared.0 + g);
+                    p.graph = GraphId(p.graph.0 + g);
+                    out.push(Record::Prepared(p));
+                }
+            }
+            Record::Submit(mut s) => {
+                for (g, &(_, input)) in threads.iter().enumerate().filter(|_| !written) {
+                    let Some(xxh3) = input else { continue };
+                    out.push(Record::HostWrite(HostWrite {
+                        runtime: s.runtime,
+                        buffer: moved(BufferId(0), g as u64),
+                        offset: 0,
+                        len_bytes: 256,
+                        xxh3,
+                        contents: Payload::Omitted { len_bytes: 256 },
+                        time_ns: s.time_ns,
+                    }));
+                }
+                written = true;
+                let g = s.submission.0 % 2;
+                s.prepared = PreparedId(s.prepared.0 + g);
+                graph_of.insert(s.submission, g);
+                out.push(Record::Submit(s));
+            }
+            Record::OutputDigest(mut d) => {
+                let g = graph_of[&d.submission];
+                d.buffer = moved(d.buffer, g);
+                d.xxh3 = threads[g as usize].0;
+                out.push(Record::OutputDigest(d));
+            }
+            r => out.push(r),
+        }
+    }
+    out
+}
+
+/// `base` and `new` profiled, aligned ([`align_graphs`]) and matched.
+fn aligned(base: &[Record], new: &[Record]) -> (Aligned, Matched) {
+    let (bp, mut np) = (profile_records(base), profile_records(new));
+    let aligned = align_graphs(&bp, &mut np);
+    let m = match_streams((&bp, stream(base)), (&np, stream(new))).unwrap();
+    (aligned, m)
+}
+
+#[test]
+fn graphs_of_one_signature_pair_by_what_they_computed_whichever_thread_prepared_first() {
+    // Session 57: two threads each prepare a graph of one signature over data of their
+    // own; which prepares first is a race. Paired by id order, graph 1 of one run was the
+    // other thread's graph of the next, and every output differed: a regression.
+    let (a, b) = ((0xa, Some(0x1a)), (0xb, Some(0x1b)));
+    let base = two_threads(50, [a, b]);
+    let (done, m) = aligned(&base, &two_threads(50, [b, a]));
+    assert_eq!((done.moved, done.in_order.len()), (2, 0), "{done:?}");
+    assert!(m.by_graph);
+    assert_eq!((m.identical, m.differing.len()), (50, 0));
+    assert_eq!(m.outputs_one_sided, [0; 2]);
+    // The same order: nothing moves.
+    let (done, m) = aligned(&base, &base);
+    assert_eq!((done, m.identical), (Aligned::default(), 50));
+    // Thread a's output changed (its inputs not), prepared second: its 25 outputs differ,
+    // named on its graph in base (rank 0), none of b's.
+    let (done, m) = aligned(&base, &two_threads(50, [b, (0xaa, a.1)]));
+    assert_eq!((done.moved, done.in_order.len()), (2, 0), "{done:?}");
+    assert_eq!((m.identical, m.differing.len()), (25, 25));
+    assert!(
+        m.differing
+            .iter()
+            .all(|d| d.key.1 == 0 && (d.base.0, d.new.0) == (0xa, 0xaa)),
+        "{:?}",
+        m.differing.first()
+    );
+    // Thread a's output and inputs changed: b pairs by its outputs, a with what is left.
+    let (done, m) = aligned(&base, &two_threads(50, [b, (0xaa, Some(0x2a))]));
+    assert_eq!((done.moved, done.in_order.len()), (2, 0), "{done:?}");
+    assert!(
+        m.differing.iter().all(|d| d.key.1 == 0),
+        "{:?}",
+        m.differing
+    );
+}
+
+#[test]
+fn graphs_whose_outputs_all_changed_pair_by_their_inputs_else_in_order_and_say_so() {
+    // Both threads' outputs changed (a kernel they share computes otherwise): the host's
+    // writes to their inputs still tell them apart.
+    let (a, b) = ((0xa, Some(0x1a)), (0xb, Some(0x1b)));
+    let base = two_threads(50, [a, b]);
+    let (done, m) = aligned(&base, &two_threads(50, [(0xbb, b.1), (0xaa, a.1)]));
+    assert_eq!((done.moved, done.in_order.len()), (2, 0), "{done:?}");
+    assert_eq!(m.differing.len(), 50);
+    let on = |graph: u64| {
+        let d = m.differing.iter().filter(|d| d.key.1 == graph);
+        d.map(|d| (d.base.0, d.new.0)).collect::<BTreeSet<_>>()
+    };
+    assert_eq!(on(0), BTreeSet::from([(0xa, 0xaa)]));
+    assert_eq!(on(1), BTreeSet::from([(0xb, 0xbb)]));
+    // Nothing recorded of their inputs: nothing tells them apart, so they pair in the
+    // order they were prepared, and that is said (graphs 0 and 1 of runtime 0).
+    let base = two_threads(50, [(0xa, None), (0xb, None)]);
+    let (done, m) = aligned(&base, &two_threads(50, [(0xbb, None), (0xaa, None)]));
+    assert_eq!(done.moved, 0);
+    assert_eq!(done.in_order, [(0, vec![0, 1])]);
+    assert_eq!(m.differing.len(), 50);
+    // Without inputs recorded, outputs alone still pair a swap; identical graphs (what
+    // they computed the same) pair in order without a word.
+    let (done, _) = aligned(&base, &two_threads(50, [(0xb, None), (0xa, None)]));
+    assert_eq!((done.moved, done.in_order.len()), (2, 0), "{done:?}");
+    let same = two_threads(50, [(0xa, None), (0xa, None)]);
+    let (done, m) = aligned(&same, &same);
+    assert_eq!((done, m.identical), (Aligned::default(), 50));
 }
 
 /// `records` as `trim --submissions start..end` writes them: the records of submissions
