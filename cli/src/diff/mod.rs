@@ -43,7 +43,10 @@
 //!   use, byte range). Never by buffer id, which depends on how a run allocated. Graphs
 //!   prepared concurrently by several threads may swap ranks between runs: where both
 //!   traces hold the same structures, graphs are matched by structure (as regions); graphs
-//!   of one structure keep their id order, so only identical graphs can still swap. Their xxh3 digests are compared by the rule `replay` uses too
+//!   of one structure (each thread's own, over its own data) by what they computed, their
+//!   outputs' and inputs' digests (`hrx_analysis::diff::Fingerprint`), whichever thread
+//!   prepared first; only where those do not tell them apart by id order, with a warning
+//!   where that pairs graphs that computed different things. Their xxh3 digests are compared by the rule `replay` uses too
 //!   (`hrx_analysis::compare::digests`).
 //! - **Memory**: both traces are streamed (`hrx_analysis::diff`): a first pass each for
 //!   kernel and region durations (bounded sketches: percentiles exact up to
@@ -215,7 +218,7 @@ use crate::args::DiffArgs;
 use crate::failure::{Failure, TraceError};
 use hrx_analysis::diff::{DiffError, Profile, compare};
 use hrx_capture::ShowPath;
-use report::Report;
+use report::{Report, from_one};
 use std::io;
 use std::path::Path;
 use std::process::ExitCode;
@@ -301,19 +304,38 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     hrx_analysis::diff::limit_timings((&mut base, &args.base), (&mut new, &args.new))
         .map_err(trace_error)?;
     // Graphs prepared in another order matched by their structure (before the second pass,
-    // which keys outputs by graph rank).
-    let reordered = hrx_analysis::diff::align(&base, &mut new);
+    // which keys outputs by graph rank); graphs of one structure (each thread's own) by what
+    // they computed, whichever thread prepared first.
+    let aligned = hrx_analysis::diff::align_graphs(&base, &mut new);
+    let reordered = aligned.moved;
     // Regions of a graph that gained or lost one paired by label, not by index.
     let realigned = hrx_analysis::diff::align_regions(&base, &mut new);
     // A graph whose changed regions were too many to pair by label says so (they were left
     // paired in order without a word: a break-it pass).
     let in_order: Vec<String> = (realigned.in_order.iter())
         .map(|((runtime, graph), (b, n))| {
+            let (runtime, graph) = (from_one((*runtime).into()), from_one(*graph));
             format!(
                 "graph {graph} of runtime {runtime}: its regions differ in a run of {b} (base) \
                  against {n} (new), too many to pair by label; those are paired in order"
             )
         })
+        .collect();
+    // So do graphs that computed different things, yet were paired in the order they were
+    // prepared (nothing recorded told them apart).
+    let in_order: Vec<String> = (aligned.in_order.iter())
+        .map(|(runtime, graphs)| {
+            let graphs: Vec<String> = graphs.iter().map(|g| from_one(*g).to_string()).collect();
+            format!(
+                "graphs {} of runtime {}: of one structure, and what each computed (its \
+                 outputs, its inputs) matches none of the other trace's: paired in the order \
+                 they were prepared, which threads preparing them concurrently do not keep, so \
+                 a difference may be named on the wrong one of them",
+                graphs.join(", "),
+                from_one((*runtime).into())
+            )
+        })
+        .chain(in_order)
         .collect();
     for line in &in_order {
         crate::output::warn(line);

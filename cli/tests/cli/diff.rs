@@ -823,6 +823,93 @@ fn graphs_prepared_in_another_order_are_matched_by_structure() {
     assert_eq!(r["graphs_matched_by_structure"], 0, "{r:#}");
 }
 
+/// Records a program whose two threads each prepare a graph of one structure over data of
+/// their own (as `host_visible` does: upload 256 B the thread wrote, download it into a
+/// host-visible buffer whose digest the trace takes) and submit it 4 times: the threads
+/// prepare in the order `b_first` says (a race in a real program), then submit in turn;
+/// `b_seed`: what the second thread's data is made of (the first's of 1).
+fn record_threads_of_one_structure(path: &Path, b_first: bool, b_seed: u8) {
+    let sink = MemorySink::new();
+    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
+    {
+        let options = RuntimeOptions::sim()
+            .environment(false)
+            .recorder(recorder.clone());
+        let rt = Runtime::new(options).expect("runtime");
+        let prepare = |seed: u8| {
+            let input = rt.buffer(256, Placement::HostVisible).expect("buffer");
+            let pattern: Vec<u8> = (0..=255u8).map(|b| b.wrapping_mul(31) ^ seed).collect();
+            input.write(0, &pattern).expect("write");
+            let device = rt.buffer(256, Placement::GpuLocal).expect("buffer");
+            let output = rt.buffer(256, Placement::HostVisible).expect("buffer");
+            let mut graph = rt.graph();
+            graph.copy(device.whole(), input.whole()).expect("upload");
+            graph
+                .copy(output.whole(), device.whole())
+                .expect("download");
+            graph.prepare().expect("prepare")
+        };
+        let seeds = [1, b_seed];
+        let order = if b_first { [1, 0] } else { [0, 1] };
+        let mut graphs: Vec<_> = (0..2).map(|_| None).collect();
+        for i in order {
+            graphs[i] = Some(prepare(seeds[i]));
+        }
+        std::thread::scope(|s| {
+            for graph in graphs.iter().flatten() {
+                s.spawn(move || {
+                    for _ in 0..4 {
+                        graph.submit().expect("submit").wait().expect("wait");
+                    }
+                })
+                .join()
+                .expect("thread");
+            }
+        });
+    }
+    recorder.close().expect("close");
+    std::fs::write(path, sink.contents()).expect("write trace");
+}
+
+#[test]
+fn threads_preparing_graphs_of_one_structure_in_another_order_are_the_same() {
+    // Session 57: two runs of one program whose threads each prepare a graph of one
+    // structure; which prepares first is a race. Paired by that order, every output of the
+    // run where the other thread won read as differing: a regression, exit 1.
+    let dir = tempfile::tempdir().unwrap();
+    record_threads_of_one_structure(&dir.path().join("a.hrxt"), false, 2);
+    record_threads_of_one_structure(&dir.path().join("b.hrxt"), true, 2);
+    let (exit, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "b.hrxt"]);
+    assert_eq!(exit, 0, "{r:#}");
+    let outputs = &r["outputs"];
+    assert_eq!(
+        (&outputs["compared"], &outputs["identical"]),
+        (&8.into(), &8.into()),
+        "{r:#}"
+    );
+    assert_eq!(r["graphs_matched_by_structure"], 2, "{r:#}");
+    assert_eq!(r["verdict"], "same", "{r:#}");
+    let out = run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "a.hrxt", "b.hrxt"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("paired in the order"),
+        "{}",
+        stderr(&out)
+    );
+    // The second thread's data changed (it prepared first): its 4 outputs differ, named on
+    // its graph in base (the second), the first thread's identical.
+    record_threads_of_one_structure(&dir.path().join("c.hrxt"), true, 3);
+    let (exit, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "c.hrxt"]);
+    assert_eq!(exit, 1, "{r:#}");
+    assert_eq!(r["outputs"]["identical"], 4, "{r:#}");
+    let differing = r["outputs"]["differing"].as_array().unwrap();
+    assert_eq!(differing.len(), 4, "{r:#}");
+    assert!(differing.iter().all(|d| d["prepared"] == 2), "{r:#}");
+}
+
 /// The text report lists at most 20 differing outputs and says how many more there are;
 /// `--json` holds every one.
 #[test]
