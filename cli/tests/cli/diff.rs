@@ -827,8 +827,8 @@ fn graphs_prepared_in_another_order_are_matched_by_structure() {
 /// their own (as `host_visible` does: upload 256 B the thread wrote, download it into a
 /// host-visible buffer whose digest the trace takes) and submit it 4 times: the threads
 /// prepare in the order `b_first` says (a race in a real program), then submit in turn;
-/// `b_seed`: what the second thread's data is made of (the first's of 1).
-fn record_threads_of_one_structure(path: &Path, b_first: bool, b_seed: u8) {
+/// `seeds`: what each thread's data is made of.
+fn record_threads_of_one_structure(path: &Path, b_first: bool, seeds: [u8; 2]) {
     let sink = MemorySink::new();
     let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
     {
@@ -849,7 +849,6 @@ fn record_threads_of_one_structure(path: &Path, b_first: bool, b_seed: u8) {
                 .expect("download");
             graph.prepare().expect("prepare")
         };
-        let seeds = [1, b_seed];
         let order = if b_first { [1, 0] } else { [0, 1] };
         let mut graphs: Vec<_> = (0..2).map(|_| None).collect();
         for i in order {
@@ -877,8 +876,8 @@ fn threads_preparing_graphs_of_one_structure_in_another_order_are_the_same() {
     // structure; which prepares first is a race. Paired by that order, every output of the
     // run where the other thread won read as differing: a regression, exit 1.
     let dir = tempfile::tempdir().unwrap();
-    record_threads_of_one_structure(&dir.path().join("a.hrxt"), false, 2);
-    record_threads_of_one_structure(&dir.path().join("b.hrxt"), true, 2);
+    record_threads_of_one_structure(&dir.path().join("a.hrxt"), false, [1, 2]);
+    record_threads_of_one_structure(&dir.path().join("b.hrxt"), true, [1, 2]);
     let (exit, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "b.hrxt"]);
     assert_eq!(exit, 0, "{r:#}");
     let outputs = &r["outputs"];
@@ -901,13 +900,34 @@ fn threads_preparing_graphs_of_one_structure_in_another_order_are_the_same() {
     );
     // The second thread's data changed (it prepared first): its 4 outputs differ, named on
     // its graph in base (the second), the first thread's identical.
-    record_threads_of_one_structure(&dir.path().join("c.hrxt"), true, 3);
+    record_threads_of_one_structure(&dir.path().join("c.hrxt"), true, [1, 3]);
     let (exit, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "c.hrxt"]);
     assert_eq!(exit, 1, "{r:#}");
     assert_eq!(r["outputs"]["identical"], 4, "{r:#}");
     let differing = r["outputs"]["differing"].as_array().unwrap();
     assert_eq!(differing.len(), 4, "{r:#}");
     assert!(differing.iter().all(|d| d["prepared"] == 2), "{r:#}");
+    // Both threads' data changed: nothing recorded tells their graphs apart, so they pair
+    // in the order they were prepared, and a warning says so.
+    record_threads_of_one_structure(&dir.path().join("d.hrxt"), true, [4, 5]);
+    let out = run(
+        dir.path(),
+        &["diff", "--max-slowdown", "1e9", "a.hrxt", "d.hrxt"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "warning: graphs 1, 2 of runtime 1: of one structure, and what each computed"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let (_, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "a.hrxt", "d.hrxt"]);
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("paired in the order they were prepared"),
+        "{r:#}"
+    );
 }
 
 /// The text report lists at most 20 differing outputs and says how many more there are;
