@@ -4,7 +4,7 @@
 # Device tool `run`, carry [".device-bin/s56"]: hrx-trace, the `linked` and `pipeline`
 # examples of hrx and `crashing` of hrx-trace (release, stripped), and photo/.
 set -u
-d=$PWD/.device-bin/s56
+d=${BIN:-$PWD/.device-bin/s56}
 cd "$OUT"
 t() { echo "== $*"; timeout 120 "$@" > o.txt 2> e.txt; rc=$?; echo "rc=$rc"; grep -hE "^(verdict|replayed|error|warning)|regression|slow|SAME|DIFFER|records  |closed|lost" o.txt e.txt | cut -c1-300 | head -${LINES_SHOWN:-6}; }
 t $d/hrx-trace record -q --workload pipeline --backend cuda --input $d/photo --frames 48 -o p.hrxt
