@@ -1,15 +1,24 @@
-//! A program of one graph of many regions, for `diff`'s and the readers' measurements at
-//! scale (BENCHMARKS.md, "Session 57: diff's memory").
+//! A program that builds one graph of many regions, for measuring the verbs at scale (the
+//! figures in BENCHMARKS.md, "Replay at scale" and "Session 57: diff's memory"); no test
+//! runs it.
 //!
-//! `regions N SUBMISSIONS`: creates a runtime on the software device (so `HRX_TRACE` and
-//! the other variables apply), prepares one graph of N regions, alternating a fill (Compute
-//! lane) and an upload (Upload lane) of the same 64 bytes, and submits it SUBMISSIONS times,
-//! waiting for each; exits 0. With `REGIONS_EXTRA_AT=K` a fill of another buffer is put
-//! before region K, on the Download lane's side of a copy (one region more, its label
-//! unlike its neighbours'), so that two recordings differ by one inserted region. Errors
-//! print one line and exit 1.
+//! `regions N [SUBMISSIONS [PIECES]]`: creates a runtime on the software device (so `HRX_TRACE` and
+//! the other variables apply), builds one graph of N regions, runs of one to four fills on
+//! the Compute lane alternating with one upload on the Upload lane (so each run is a region of
+//! its own), prepares it once and submits it SUBMISSIONS times (default 1), waiting for each,
+//! then exits 0. The operations write the PIECES (default 1) 64-byte pieces of a GPU-local
+//! buffer in turn, an upload from the same piece of a host-visible one: with one piece each
+//! region depends on the one before it (a chain); with more, a region depends on the last
+//! one that wrote its piece, and regions on different lanes may run side by side (the
+//! runtime's scheduler then looks at many ready regions at once). With `REGIONS_EXTRA_AT=K`
+//! a download of another buffer is put before region K (one region more, its label unlike
+//! its neighbours'), so that two recordings differ by one inserted region. Errors print one
+//! line and exit 1.
 
 use hrx::{Placement, Runtime, RuntimeOptions};
+
+/// Bytes each operation writes.
+const PIECE_BYTES: usize = 64;
 
 fn main() {
     if let Err(error) = run() {
@@ -20,31 +29,43 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: regions N SUBMISSIONS";
-    let regions: usize = args.first().ok_or(usage)?.parse()?;
-    let submissions: u64 = args.get(1).ok_or(usage)?.parse()?;
+    let regions: usize = args
+        .first()
+        .ok_or("usage: regions N [SUBMISSIONS [PIECES]]")?
+        .parse()?;
+    let submissions: u64 = args.get(1).map_or(Ok(1), |a| a.parse())?;
+    let pieces: usize = args.get(2).map_or(Ok(1), |a| a.parse())?;
+    if pieces == 0 {
+        return Err("PIECES must be at least 1".into());
+    }
     let extra_at: Option<usize> = match std::env::var("REGIONS_EXTRA_AT") {
         Ok(k) => Some(k.parse()?),
         Err(_) => None,
     };
-    const SLICE: usize = 64;
     let runtime = Runtime::new(RuntimeOptions::sim())?;
-    let pairs = regions.div_ceil(2).max(1);
-    let device = runtime.buffer(pairs * SLICE, Placement::GpuLocal)?;
-    let host = runtime.buffer(pairs * SLICE, Placement::HostVisible)?;
-    let other = runtime.buffer(SLICE, Placement::GpuLocal)?;
-    let readback = runtime.buffer(SLICE, Placement::HostVisible)?;
+    let device = runtime.buffer(PIECE_BYTES * pieces, Placement::GpuLocal)?;
+    let staging = runtime.buffer(PIECE_BYTES * pieces, Placement::HostVisible)?;
+    let other = runtime.buffer(PIECE_BYTES, Placement::GpuLocal)?;
+    let readback = runtime.buffer(PIECE_BYTES, Placement::HostVisible)?;
     let mut graph = runtime.graph();
+    let mut piece = 0;
+    let mut next_piece = || {
+        let range = piece * PIECE_BYTES..(piece + 1) * PIECE_BYTES;
+        piece = (piece + 1) % pieces;
+        range
+    };
     for region in 0..regions {
         if extra_at == Some(region) {
             graph.copy(readback.whole(), other.whole())?;
         }
-        let slice = device.view(region / 2 * SLICE..(region / 2 + 1) * SLICE)?;
         if region % 2 == 0 {
-            graph.fill(slice, region as u8)?;
+            // Runs of 1, 2, 3, 4, 1, ... fills.
+            for _ in 0..=(region / 2) % 4 {
+                graph.fill(device.view(next_piece())?, region as u8)?;
+            }
         } else {
-            let source = host.view(region / 2 * SLICE..(region / 2 + 1) * SLICE)?;
-            graph.copy(slice, source)?;
+            let range = next_piece();
+            graph.copy(device.view(range.clone())?, staging.view(range)?)?;
         }
     }
     let graph = graph.prepare()?;
