@@ -164,28 +164,6 @@ fn writes(graph: &GraphPlan) -> Vec<Write> {
     out
 }
 
-/// The region of `graph` holding operation `node`.
-fn region_of_node(graph: &GraphPlan, node: u32) -> Option<u32> {
-    graph
-        .regions
-        .iter()
-        .position(|r| r.nodes.iter().any(|n| n.0 == node))
-        .map(|r| r as u32)
-}
-
-/// The regions of `graph` whose summarized uses write exactly `buffer[start..end]`, in
-/// order.
-fn writers(graph: &GraphPlan, buffer: BufferId, start: u64, end: u64) -> Vec<u32> {
-    let writes = |r: &hrx_capture::schema::Region| {
-        r.uses
-            .iter()
-            .any(|u| (u.buffer, u.start, u.end) == (buffer, start, end) && u.access != Access::Read)
-    };
-    (0..graph.regions.len() as u32)
-        .filter(|&i| writes(&graph.regions[i as usize]))
-        .collect()
-}
-
 /// Pools samples into a distribution on the chosen clock.
 fn stats(samples: &[&Sample], clock: Clock) -> Option<Durations> {
     Durations::of(values(samples, clock))
@@ -634,9 +612,9 @@ pub(crate) fn report(
                     let g = got.get(&key).map_or(&[][..], Vec::as_slice);
                     let (.., place, start, end) = key;
                     let buffer = e.first().map_or_else(|| g[0].buffer, |o| o.buffer);
-                    let writers = writers(graph, buffer, start, end);
+                    let writers = graph.writers(buffer, start, end);
                     let region = match place {
-                        Place::Use(node, _) | Place::Op { node, .. } => region_of_node(graph, node),
+                        Place::Use(node, _) | Place::Op { node, .. } => graph.region_of_node(node),
                         Place::Buffer(_) => None,
                     }
                     .or(writers.first().copied());
@@ -892,11 +870,7 @@ pub(crate) fn report(
         });
         for ((_, first, node), (graph, captured, replayed)) in ops {
             let g = &rp.graphs[graph];
-            let region = g
-                .regions
-                .iter()
-                .position(|r| r.nodes.iter().any(|n| n.0 == node))
-                .unwrap_or_default();
+            let region = g.region_of_node(node).unwrap_or_default() as usize;
             let (captured, all_replayed) = (captured.concat(), replayed.concat());
             // An operation launched on its own is timed by its region, host or device alike.
             let clock = clock_of(&captured, &all_replayed);

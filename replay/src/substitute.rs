@@ -67,16 +67,12 @@ pub(crate) fn plan_substitutions(plan: &mut RuntimePlan<'_>) -> Result<(), Repla
             if !matches!(op.op, OpKind::Scoped | OpKind::Host) {
                 continue;
             }
-            let region = graph
-                .regions
-                .iter()
-                .position(|r| r.nodes.iter().any(|n| n.0 as usize == node))
-                .ok_or_else(|| {
-                    bad(format!(
-                        "runtime {}: graph {} operation {node} is in no region",
-                        plan.id, graph.prepared
-                    ))
-                })? as u32;
+            let region = graph.region_of_node(node as u32).ok_or_else(|| {
+                bad(format!(
+                    "runtime {}: graph {} operation {node} is in no region",
+                    plan.id, graph.prepared
+                ))
+            })?;
             let writes = op.uses.iter().any(|u| u.access != Access::Read);
             let mut sub = SubstitutionPlan {
                 graph: graph_index,

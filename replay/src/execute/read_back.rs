@@ -109,10 +109,9 @@ pub(super) fn read_back(
         for (submission, node, sample) in joined.op_times {
             if let Some(index) = captured(submission) {
                 let graph = plan.submissions[plan.submission_index[&index]].graph;
-                let region = (plan.graphs[graph].regions.iter())
-                    .position(|r| r.nodes.iter().any(|n| n.0 == node));
+                let region = plan.graphs[graph].region_of_node(node);
                 let failed = observed.failed_region.get(&index).copied();
-                if region.is_some() && region.map(|r| r as u32) == failed {
+                if region.is_some() && region == failed {
                     continue;
                 }
                 observed

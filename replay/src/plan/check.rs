@@ -1,8 +1,8 @@
 //! Checks of single records: an operation against its kind and kernel contract, and the
 //! attribution of a submission's output digests to the regions writing their ranges.
 
-use super::RuntimePlan;
 use super::gather::bad;
+use super::{GraphPlan, RuntimePlan};
 use crate::error::ReplayError;
 use hrx_capture::schema::{self as s, Access, BufferId, Engine, OpKind};
 use std::collections::HashMap;
@@ -71,24 +71,12 @@ pub(super) fn check_op(
     Ok(())
 }
 
-/// Attributes output ranges of one submission to regions (see the module docs).
-pub(crate) fn attribute(regions: &[s::Region], keys: &[(BufferId, u64, u64)]) -> Vec<Option<u32>> {
+/// Attributes output ranges of one submission of `graph` to regions (see the module docs).
+pub(crate) fn attribute(graph: &GraphPlan, keys: &[(BufferId, u64, u64)]) -> Vec<Option<u32>> {
     let mut seen: HashMap<(BufferId, u64, u64), usize> = HashMap::new();
     keys.iter()
         .map(|&(buffer, start, end)| {
-            let candidates: Vec<u32> = regions
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| {
-                    r.uses.iter().any(|u| {
-                        u.buffer == buffer
-                            && u.start == start
-                            && u.end == end
-                            && u.access != Access::Read
-                    })
-                })
-                .map(|(i, _)| i as u32)
-                .collect();
+            let candidates = graph.writers(buffer, start, end);
             let k = seen.entry((buffer, start, end)).or_default();
             let region = candidates
                 .get((*k).min(candidates.len().saturating_sub(1)))

@@ -101,6 +101,64 @@ pub(crate) struct GraphPlan {
     pub regions: Vec<s::Region>,
     /// The buffers (indices into [`RuntimePlan::buffers`]) its operations use, ascending.
     pub buffers: Vec<usize>,
+    /// Each operation's region: the first of `regions` naming it (`None`: none does). Looked
+    /// up once per operation timing, substitution and output: a scan of the regions for each
+    /// made a graph of 100,000 regions take minutes to plan and read back.
+    region_of: Vec<Option<u32>>,
+    /// The regions whose summarized uses write each exact byte range (buffer, start, end),
+    /// in order: what an output is attributed to, looked up once per output.
+    writers: HashMap<(BufferId, u64, u64), Vec<u32>>,
+}
+
+impl GraphPlan {
+    /// A prepared graph of `ops` lowered into `regions`; every node a region names is below
+    /// `ops.len()` (the plan checked it).
+    pub fn new(
+        prepared: PreparedId,
+        ops: Vec<OpPlan>,
+        regions: Vec<s::Region>,
+        buffers: Vec<usize>,
+    ) -> GraphPlan {
+        let mut region_of = vec![None; ops.len()];
+        for (index, region) in regions.iter().enumerate() {
+            for node in &region.nodes {
+                debug_assert!((node.0 as usize) < ops.len(), "a checked region");
+                if let Some(slot @ None) = region_of.get_mut(node.0 as usize) {
+                    *slot = Some(index as u32);
+                }
+            }
+        }
+        let mut writers: HashMap<(BufferId, u64, u64), Vec<u32>> = HashMap::new();
+        for (index, region) in regions.iter().enumerate() {
+            for u in region.uses.iter().filter(|u| u.access != s::Access::Read) {
+                let regions = writers.entry((u.buffer, u.start, u.end)).or_default();
+                if regions.last() != Some(&(index as u32)) {
+                    regions.push(index as u32);
+                }
+            }
+        }
+        GraphPlan {
+            prepared,
+            ops,
+            regions,
+            buffers,
+            region_of,
+            writers,
+        }
+    }
+
+    /// The region holding operation `node`: the first naming it, as the capture lowered the
+    /// graph; `None` for a node no region names or past the graph's operations.
+    pub fn region_of_node(&self, node: u32) -> Option<u32> {
+        self.region_of.get(node as usize).copied().flatten()
+    }
+
+    /// The regions whose summarized uses write exactly `buffer[start..end]`, in order.
+    pub fn writers(&self, buffer: BufferId, start: u64, end: u64) -> &[u32] {
+        self.writers
+            .get(&(buffer, start, end))
+            .map_or(&[], Vec::as_slice)
+    }
 }
 
 /// A host write, with its captured bytes.

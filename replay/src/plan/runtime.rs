@@ -261,12 +261,12 @@ pub(super) fn runtime_plan<'t>(
             plan.buffers[b].graphs.push(graph);
         }
         plan.graph_index.insert(prepared.prepared, graph);
-        plan.graphs.push(GraphPlan {
-            prepared: prepared.prepared,
-            ops: checked,
-            regions: prepared.regions.clone(),
+        plan.graphs.push(GraphPlan::new(
+            prepared.prepared,
+            checked,
+            prepared.regions.clone(),
             buffers,
-        });
+        ));
     }
 
     // Submissions, in index order.
@@ -450,11 +450,10 @@ pub(super) fn runtime_plan<'t>(
                 )));
             }
             // A failed region's operations are no durations (the failing one stopped short).
-            let region = (plan.graphs[graph].regions.iter())
-                .position(|r| r.nodes.iter().any(|n| n.0 == node));
+            let region = plan.graphs[graph].region_of_node(node);
             let failed = region.is_some_and(|r| {
                 matches!(
-                    plan.submissions[position].region_status.get(&(r as u32)),
+                    plan.submissions[position].region_status.get(&r),
                     Some(s::Status::Failed { .. })
                 )
             });
@@ -512,13 +511,13 @@ pub(super) fn runtime_plan<'t>(
         notes.push(host_observable_note(id));
     }
     for submission in &mut plan.submissions {
-        let regions = &plan.graphs[submission.graph].regions;
+        let graph = &plan.graphs[submission.graph];
         let keys: Vec<_> = submission
             .outputs
             .iter()
             .map(|o| (o.buffer, o.start, o.end))
             .collect();
-        for (output, region) in submission.outputs.iter_mut().zip(attribute(regions, &keys)) {
+        for (output, region) in submission.outputs.iter_mut().zip(attribute(graph, &keys)) {
             output.region = region;
         }
     }
