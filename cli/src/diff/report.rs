@@ -355,13 +355,15 @@ fn annotation_side(s: &AnnotationStats) -> AnnotationSide<'_> {
     }
 }
 
+/// A judged row of kernels or annotations (`S` its sides' figures), its keys in the order a
+/// map writes them.
 #[derive(Serialize)]
-struct KernelJson<'a> {
-    base: Option<KernelSide<'a>>,
+struct JudgedJson<'a, S> {
+    base: Option<S>,
     delta_ns: Option<i64>,
     interval: Option<[f64; 2]>,
     name: &'a str,
-    new: Option<KernelSide<'a>>,
+    new: Option<S>,
     ratio: Option<f64>,
     slow: bool,
     status: &'static str,
@@ -369,8 +371,11 @@ struct KernelJson<'a> {
     too_spread: bool,
 }
 
+type KernelJson<'a> = JudgedJson<'a, KernelSide<'a>>;
+type AnnotationJson<'a> = JudgedJson<'a, AnnotationSide<'a>>;
+
 fn kernel_row(k: &KernelRow) -> KernelJson<'_> {
-    KernelJson {
+    JudgedJson {
         base: k.base.as_ref().map(kernel_side),
         delta_ns: k.delta_ns(),
         interval: k.interval.map(|(l, h)| [l, h]),
@@ -384,20 +389,6 @@ fn kernel_row(k: &KernelRow) -> KernelJson<'_> {
     }
 }
 
-#[derive(Serialize)]
-struct AnnotationJson<'a> {
-    base: Option<AnnotationSide<'a>>,
-    delta_ns: Option<i64>,
-    interval: Option<[f64; 2]>,
-    name: &'a str,
-    new: Option<AnnotationSide<'a>>,
-    ratio: Option<f64>,
-    slow: bool,
-    status: &'static str,
-    too_few: bool,
-    too_spread: bool,
-}
-
 /// An annotation row's status: `matched`, `new` (new only) or `missing` (base only).
 pub(super) fn annotation_status(a: &AnnotationRow) -> &'static str {
     match (&a.base, &a.new) {
@@ -409,7 +400,7 @@ pub(super) fn annotation_status(a: &AnnotationRow) -> &'static str {
 
 fn annotation_row(a: &AnnotationRow) -> AnnotationJson<'_> {
     let (base, new) = (a.base.as_ref(), a.new.as_ref());
-    AnnotationJson {
+    JudgedJson {
         base: base.map(annotation_side),
         delta_ns: base
             .zip(new)

@@ -342,11 +342,7 @@ impl<'a> From<&'a AnnotationRow> for Judged<'a> {
 /// The kernels' table: each row marked by its status ([`KernelRow::status`]) or judgement.
 fn write_kernels(out: &mut impl Write, kernels: &[KernelRow]) -> io::Result<()> {
     let w = runs_width(kernels.iter().map(|k| Judged::from(k).runs()));
-    writeln!(
-        out,
-        "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
-        "kernel", "runs", "base p50", "new p50", "base p99", "new p99", "ratio [95% interval]"
-    )?;
+    judged_header(out, w, "kernel", "runs")?;
     for row in kernels {
         let k = &Judged::from(row);
         let mark = match (row.status(), k.slow) {
@@ -359,17 +355,9 @@ fn write_kernels(out: &mut impl Write, kernels: &[KernelRow]) -> io::Result<()> 
             _ => too_few_mark(k),
         };
         let ((base_p50, base_p99), (new_p50, new_p99)) = (p50_p99(k.base), p50_p99(k.new));
-        writeln!(
-            out,
-            "{} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
-            crate::output::padded(&crate::output::shown_name(k.name), 28),
-            k.runs(),
-            base_p50,
-            new_p50,
-            base_p99,
-            new_p99,
-            judged_ratio(k),
-        )?;
+        let name = crate::output::shown_name(k.name);
+        let figures = [base_p50, new_p50, base_p99, new_p99];
+        judged_line(out, w, (&*name, k), figures, &mark)?;
     }
     Ok(())
 }
@@ -385,17 +373,8 @@ fn write_annotations(
         return Ok(());
     }
     let w = runs_width(rows.iter().map(|a| Judged::from(a).runs()));
-    writeln!(
-        out,
-        "\n{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
-        "annotation",
-        "ranges",
-        "base p50",
-        "new p50",
-        "base p99",
-        "new p99",
-        "ratio [95% interval]"
-    )?;
+    writeln!(out)?;
+    judged_header(out, w, "annotation", "ranges")?;
     for row in rows {
         let a = &Judged::from(row);
         let mark = match annotation_status(row) {
@@ -404,17 +383,9 @@ fn write_annotations(
             _ => not_judged_mark(max_slowdown, a, "ranges"),
         };
         let ((base_p50, base_p99), (new_p50, new_p99)) = (p50_p99(a.base), p50_p99(a.new));
-        writeln!(
-            out,
-            "{} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
-            crate::output::padded(&crate::output::shown_name(a.name), 28),
-            a.runs(),
-            base_p50,
-            new_p50,
-            base_p99,
-            new_p99,
-            judged_ratio(a),
-        )?;
+        let name = crate::output::shown_name(a.name);
+        let figures = [base_p50, new_p50, base_p99, new_p99];
+        judged_line(out, w, (&*name, a), figures, &mark)?;
     }
     // Capture work inside the ranges, left out of their times (`stats` does the same).
     fn base_side(a: &AnnotationRow) -> Option<&AnnotationStats> {
@@ -645,17 +616,8 @@ fn write_op_times(out: &mut impl Write, times: &[OpTimes], max_slowdown: f64) ->
         return Ok(());
     }
     let w = runs_width(times.iter().map(|o| Judged::from(o).runs()));
-    writeln!(
-        out,
-        "\n{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
-        "operation (slow, then place)",
-        "runs",
-        "base p50",
-        "new p50",
-        "base p99",
-        "new p99",
-        "ratio [95% interval]"
-    )?;
+    writeln!(out)?;
+    judged_header(out, w, "operation (slow, then place)", "runs")?;
     // The slow first, then by place as a graph runs (graph, region, node), as the header
     // says (a region's operations went by name: `fill` before `rgb_to_gray`, a break-it
     // pass); the JSON is by graph and name. The text lists LISTED, `--json` all.
@@ -680,19 +642,43 @@ fn write_op_times(out: &mut impl Write, times: &[OpTimes], max_slowdown: f64) ->
         );
         let row = Judged::from(*o);
         let mark = not_judged_mark(max_slowdown, &row, "runs");
-        writeln!(
-            out,
-            "{} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
-            crate::output::padded(&name, 28),
-            row.runs(),
-            duration(o.base.p50_ns),
-            duration(o.new.p50_ns),
-            duration(o.base.p99_ns),
-            duration(o.new.p99_ns),
-            judged_ratio(&row),
-        )?;
+        let figures = [o.base.p50_ns, o.new.p50_ns, o.base.p99_ns, o.new.p99_ns].map(duration);
+        judged_line(out, w, (&*name, &row), figures, &mark)?;
     }
     more(out, times.len())
+}
+
+/// The header of a judged table (kernels, annotations, operations): its first column's and
+/// its runs column's names, the runs column `w` wide.
+fn judged_header(out: &mut impl Write, w: usize, first: &str, runs: &str) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<28} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}",
+        first, runs, "base p50", "new p50", "base p99", "new p99", "ratio [95% interval]"
+    )
+}
+
+/// A judged table's row: its name, its runs, `figures` (base p50, new p50, base p99, new
+/// p99, as shown), its ratio and interval, then `mark`.
+fn judged_line(
+    out: &mut impl Write,
+    w: usize,
+    (name, row): (&str, &Judged<'_>),
+    figures: [String; 4],
+    mark: &str,
+) -> io::Result<()> {
+    let [base_p50, new_p50, base_p99, new_p99] = figures;
+    writeln!(
+        out,
+        "{} {:>w$} {:>11} {:>11} {:>11} {:>11} {:>22}{mark}",
+        crate::output::padded(name, 28),
+        row.runs(),
+        base_p50,
+        new_p50,
+        base_p99,
+        new_p99,
+        judged_ratio(row),
+    )
 }
 
 /// The width of a table's `runs` column (`BASE/NEW` counts): at least its header's 9, so
