@@ -46,11 +46,16 @@ pub const SUBMISSION_WINDOW: u64 = 1 << 16;
 /// Timings the writer holds while their submit has not been seen yet.
 pub const PARKED_MAX: usize = 4096;
 
+/// Above this many bytes the writer stores a blob in a records block of its own, as is
+/// (`RAW_BLOB_BYTES` in the writer).
+const BLOB_ALONE_BYTES: u32 = 64 << 10;
+
 /// Largest summary payload a reader accepts, in bytes (a summary holds a few dozen bytes
 /// per lane).
 pub const MAX_SUMMARY_BYTES: u32 = 1 << 20;
 
 /// Record tags (postcard variant indices, [`Record::KIND_NAMES`] order) the writer peeks at.
+const TAG_BLOB: u32 = 5;
 const TAG_PREPARED: u32 = 8;
 const TAG_SUBMIT: u32 = 9;
 
@@ -276,9 +281,23 @@ pub struct Summaries {
     pub stopped: Option<(u64, String)>,
     /// Summary blocks that did not decode (skipped).
     pub bad_summaries: u64,
+    /// Bytes of the records blocks that each hold one captured content alone (a [`Blob`]
+    /// record over 64 KiB, stored as is: a host write's or an output's bytes), headers
+    /// included: what the trace holds that no timeline draws (a viewer's index leaves them
+    /// out). Smaller blobs, stored among other records, are not counted.
+    ///
+    /// [`Blob`]: crate::schema::Blob
+    pub contents_bytes: u64,
 }
 
 impl Summaries {
+    /// The trace's bytes less [`Summaries::contents_bytes`]: what a timeline's index reads
+    /// records from (the pipeline workload's 35 MiB trace holds 48 regions, the rest its
+    /// photos' contents).
+    pub fn timeline_bytes(&self) -> u64 {
+        self.file_len.saturating_sub(self.contents_bytes)
+    }
+
     /// Whether the trace has summaries at all (a 1.9 writer's trace with timings).
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
@@ -338,6 +357,9 @@ pub fn read_summaries(path: &Path) -> Result<Summaries, ReadError> {
             BlockKind::RECORDS => {
                 out.records_blocks += 1;
                 out.records += u64::from(block.record_count);
+                if holds_a_blob_alone(&mut file, &block) {
+                    out.contents_bytes += block.block_len();
+                }
             }
             BlockKind::SUMMARY if block.stored_len <= MAX_SUMMARY_BYTES => {
                 payload.resize(block.stored_len as usize, 0);
@@ -361,6 +383,31 @@ pub fn read_summaries(path: &Path) -> Result<Summaries, ReadError> {
         at += block.block_len();
     }
     Ok(out)
+}
+
+/// Whether the records `block`, whose payload `file` is positioned at, is one [`Blob`]
+/// stored as is (the writer's block of its own for contents over 64 KiB): one record,
+/// uncompressed, longer than 64 KiB, its frame's tag `Blob` (a few bytes read).
+///
+/// [`Blob`]: crate::schema::Blob
+fn holds_a_blob_alone(file: &mut (impl Read + Seek), block: &BlockHeader) -> bool {
+    if block.record_count != 1
+        || block.flags & crate::format::BLOCK_FLAG_ZSTD != 0
+        || block.stored_len <= BLOB_ALONE_BYTES
+    {
+        return false;
+    }
+    // The frame's length (a varint of up to 5 bytes), then its tag.
+    let mut head = [0u8; 6];
+    let Ok(n) = read_up_to(file, &mut head) else {
+        return false;
+    };
+    let Some((_, prefix)) = crate::format::read_varint_u32(&head[..n]) else {
+        return false;
+    };
+    (head.get(prefix..n))
+        .and_then(crate::format::read_varint_u32)
+        .is_some_and(|(tag, _)| tag == TAG_BLOB)
 }
 
 /// Reads until `buf` is full or the input ends; the bytes read.

@@ -87,6 +87,7 @@ fn write_pipeline(path: &Path, n: u64) -> Vec<RegionTiming> {
 
 #[test]
 fn record_tags_are_the_postcard_variant_indices() {
+    assert_eq!(Record::KIND_NAMES[TAG_BLOB as usize], "Blob");
     assert_eq!(Record::KIND_NAMES[TAG_PREPARED as usize], "Prepared");
     assert_eq!(Record::KIND_NAMES[TAG_SUBMIT as usize], "Submit");
     let submit = frame(&submit(3, 4, 5));
@@ -223,4 +224,61 @@ fn a_cut_or_damaged_trace_gives_the_summaries_before_the_damage() {
     std::fs::write(&junk, vec![7u8; 4096]).unwrap();
     assert!(read_summaries(&junk).is_err());
     assert!(read_summaries(&dir.path().join("missing")).is_err());
+}
+
+/// The blocks that hold one captured content alone (a blob over 64 KiB) are counted as
+/// contents, not as the timeline's bytes: a trace of a few timings and 4 MiB of contents
+/// has a timeline of a few KiB (`view` took the pipeline's 35 MiB of photos for a large
+/// trace: a fresh user's pass). Small blobs, among other records, are not told apart.
+#[test]
+fn contents_stored_alone_are_not_the_timelines_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("photos.hrxt");
+    let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+    recorder.record(&prepared(0, 7));
+    let big: Vec<u8> = (0..(4u32 << 20)).map(|i| (i % 251) as u8).collect();
+    let small: Vec<u8> = (0..(1u32 << 10)).map(|i| (i % 13) as u8).collect();
+    for s in 1..=3u64 {
+        recorder.record(&submit(0, 7, s));
+        let mut frame = big.clone();
+        frame[0] = s as u8;
+        recorder.intern_blob(&frame).unwrap();
+        recorder
+            .intern_blob(&small[..small.len() - s as usize])
+            .unwrap();
+        recorder.record(&Record::RegionTiming(timing(
+            0,
+            s,
+            1,
+            s * 100,
+            s * 100 + 20,
+        )));
+    }
+    recorder.close().unwrap();
+    let summaries = read_summaries(&path).unwrap();
+    let file_len = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(summaries.file_len, file_len);
+    // Each block: its header, the frame's head (a varint length, the tag, the hash, the
+    // byte count: under 24 bytes) and the bytes.
+    let bytes = 3 * (BLOCK_HEADER_LEN + big.len()) as u64;
+    assert!(
+        (bytes..bytes + 3 * 24).contains(&summaries.contents_bytes),
+        "{} of {bytes}",
+        summaries.contents_bytes
+    );
+    assert!(
+        summaries.timeline_bytes() < 64 << 10,
+        "{}",
+        summaries.timeline_bytes()
+    );
+    assert_eq!(
+        summaries.timeline_bytes(),
+        file_len - summaries.contents_bytes
+    );
+    // Only timings and records: nothing counted as contents.
+    let plain = dir.path().join("plain.hrxt");
+    write_pipeline(&plain, 300);
+    let plain = read_summaries(&plain).unwrap();
+    assert_eq!(plain.contents_bytes, 0);
+    assert_eq!(plain.timeline_bytes(), plain.file_len);
 }
