@@ -1194,10 +1194,11 @@ impl Core {
             Err(e) => Err(io::Error::other(e)),
         };
         match written {
-            Ok(()) => {
-                self.records += 1;
-                self.write_summary();
-            }
+            // No summary after it: the block holds no timing, and the summary of what was
+            // counted before it was written with the pending block just before; one here
+            // only aged the timings waiting for their submit, giving up on those the blob's
+            // job held back (the pipeline's uploads: a fresh user's pass).
+            Ok(()) => self.records += 1,
             Err(e) => {
                 let at = self.offset;
                 self.fail(e, 1, || {

@@ -282,3 +282,31 @@ fn contents_stored_alone_are_not_the_timelines_bytes() {
     assert_eq!(plain.contents_bytes, 0);
     assert_eq!(plain.timeline_bytes(), plain.file_len);
 }
+
+/// A timing drained before its submit waits through the next summary, and a captured
+/// content stored meanwhile (a block of its own) does not count as one: the pipeline's
+/// upload timings, drained while the main thread's records waited for their frame's hash,
+/// were given up on at the frame's blob (2 to 7 of its 48 regions on no lane in the view's
+/// summary frame: a fresh user's pass).
+#[test]
+fn a_timing_waiting_for_its_submit_is_not_given_up_at_a_stored_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("held.hrxt");
+    let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+    recorder.record(&prepared(0, 7));
+    recorder.record(&Record::RegionTiming(timing(0, 1, 0, 100, 120)));
+    // Its block written: the timing waits for its submit through one summary.
+    recorder.flush().unwrap();
+    let frame: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    recorder.intern_blob(&frame).unwrap();
+    recorder.record(&submit(0, 7, 1));
+    recorder.close().unwrap();
+    let summaries = read_summaries(&path).unwrap();
+    assert!(summaries.contents_bytes > 1 << 20);
+    assert_eq!(summaries.regions(), 1);
+    assert!(
+        summaries.blocks.iter().all(|b| b.unplaced == 0),
+        "{:?}",
+        summaries.blocks
+    );
+}
