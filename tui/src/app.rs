@@ -303,14 +303,15 @@ fn opened_as_closed(path: &Path) -> Result<bool, TuiError> {
     Ok(closed)
 }
 
-/// Whether the trace at `path` is `min_bytes` or longer and ends with an intact footer and
+/// Whether the trace at `path` is large for the threshold `min_bytes`
+/// ([`crate::state::cache::is_large`]: captured contents stored apart not counted) and ends
+/// with an intact footer and
 /// trailer: a recording that ended, with nothing more to follow. `view --follow` opens such
 /// a trace through the view cache, as `view` does, since a followed trace's model is held
 /// in memory whole (about 110-220 bytes a region: 2 GB for 3M regions). `false` when it
 /// cannot be read (the follower then says why, or waits for it).
 pub fn closed_and_large(path: &Path, min_bytes: u64) -> bool {
-    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= min_bytes);
-    large
+    crate::state::cache::is_large(path, min_bytes)
         && hrx_capture::TraceReader::open(path)
             .and_then(|r| r.ends_cleanly())
             .unwrap_or(false)
@@ -1209,7 +1210,10 @@ mod tests {
         let ascii = crate::overview_to_string(&overview, &progress, true, 120, 40);
         assert!(ascii.is_ascii(), "{ascii}");
         // Honest: it says it is a summary, what it leaves out, and how far the index is.
-        assert!(frame.contains("summary of 4000 regions in"), "{frame}");
+        assert!(
+            frame.contains("summary of 4000 regions in"),
+            "{frame}"
+        );
         assert!(
             frame.contains("summary frame: busy time per column"),
             "{frame}"

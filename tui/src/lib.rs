@@ -151,8 +151,7 @@ pub fn open_or_summarise_with(
     path: &Path,
     options: &state::cache::CacheOptions,
 ) -> Result<Opening, TuiError> {
-    let large = std::fs::metadata(path).is_ok_and(|m| m.len() >= options.min_bytes);
-    if !large {
+    if !state::cache::is_large(path, options.min_bytes) {
         return state::cache::open(path, options, None, || load(path))
             .map(|model| Opening::Ready(Box::new(model)));
     }

@@ -49,8 +49,9 @@ use std::time::UNIX_EPOCH;
 /// Environment variable: `off` disables the cache; a directory puts it there.
 pub const CACHE_ENV: &str = "HRX_VIEW_CACHE";
 
-/// Environment variable: traces smaller than this many bytes are read directly (default
-/// [`DEFAULT_MIN_BYTES`]); `0` caches every trace.
+/// Environment variable: traces smaller than this many bytes, captured contents stored
+/// apart not counted ([`is_large`]), are read directly (default [`DEFAULT_MIN_BYTES`]); `0`
+/// caches every trace.
 pub const CACHE_MIN_ENV: &str = "HRX_VIEW_CACHE_MIN_BYTES";
 
 /// Traces below this size (about 700k regions) open in well under a second without it.
@@ -88,7 +89,8 @@ const HASH_BYTES: u64 = 64 << 10;
 pub struct CacheOptions {
     /// The cache directory; `None`: no cache.
     pub dir: Option<PathBuf>,
-    /// Traces smaller than this are not cached.
+    /// Traces smaller than this, captured contents stored apart not counted ([`is_large`]),
+    /// are not cached.
     pub min_bytes: u64,
 }
 
@@ -118,6 +120,27 @@ impl CacheOptions {
         };
         Ok(CacheOptions { dir, min_bytes })
     }
+}
+
+/// Whether the trace at `path` is large for `view`, `min_bytes` the threshold
+/// ([`CacheOptions::min_bytes`]): cached, and shown as its summary frame while its index is
+/// built. Its bytes are counted without the captured contents stored in blocks of their own
+/// ([`hrx_capture::summary::Summaries::timeline_bytes`]), which the index never reads into
+/// the timeline: the pipeline workload's 35 MiB trace of 48 regions, nearly all photos,
+/// was large, its first frame a summary and an entry written under `/tmp` (a fresh user's
+/// pass). Decided by the file's length alone where that is below `min_bytes` (no read),
+/// and where the block headers cannot be read (the read then says why).
+pub fn is_large(path: &Path, min_bytes: u64) -> bool {
+    let Ok(len) = fs::metadata(path).map(|m| m.len()) else {
+        return false;
+    };
+    if len < min_bytes {
+        return false;
+    }
+    // Past the length: a hop from block header to block header, a few small reads each.
+    min_bytes == 0
+        || !matches!(hrx_capture::summary::read_summaries(path),
+            Ok(s) if s.timeline_bytes() < min_bytes)
 }
 
 /// Which version of a trace a cached model was built from.
@@ -284,7 +307,7 @@ pub(super) fn map_columns(entry: &Path, manifest: &Manifest, model: &mut Model) 
 
 /// Opens the trace at `path` through the cache of `options`: reopens its entry when it is
 /// current, else builds the model with `load`, writes the entry and reopens it mapped (so
-/// the built model's memory is given back). A trace below `options.min_bytes`, or any
+/// the built model's memory is given back). A trace below `options.min_bytes` ([`is_large`]), or any
 /// failure of the cache itself, leaves it to `load` alone.
 ///
 /// # Errors
@@ -299,8 +322,7 @@ pub fn open<E>(
     let Some(dir) = &options.dir else {
         return load();
     };
-    let large = fs::metadata(path).is_ok_and(|m| m.len() >= options.min_bytes);
-    if !large {
+    if !is_large(path, options.min_bytes) {
         return load();
     }
     if let Err(error) = check_private_dir(dir)
