@@ -1211,7 +1211,7 @@ mod tests {
         assert!(ascii.is_ascii(), "{ascii}");
         // Honest: it says it is a summary, what it leaves out, and how far the index is.
         assert!(
-            frame.contains("summary of 4000 regions in"),
+            frame.contains("summary of 4000 timed regions from"),
             "{frame}"
         );
         assert!(

@@ -79,10 +79,16 @@ fn draw(
     let left = if overview.is_empty() {
         " hrx-trace view  no block summaries in this trace".to_owned()
     } else {
+        // Every region timing the summaries count, those on no lane too (a header of 41
+        // regions for a trace of 48, 7 unexplained: a fresh user's pass), and the summaries
+        // read, not the trace's blocks (18 of them in a trace of 56 blocks).
         format!(
-            " hrx-trace view  summary of {} in {}",
-            units::plural(overview.regions(), "region"),
-            units::plural(overview.blocks as u64, "block"),
+            " hrx-trace view  summary of {} from {}",
+            units::plural(overview.regions() + overview.unplaced, "timed region"),
+            match overview.blocks {
+                1 => "1 block summary".to_owned(),
+                n => format!("{n} block summaries"),
+            },
         )
     };
     put(buf, 0, 0, &left, width, bold);
@@ -98,7 +104,8 @@ fn draw(
             put(buf, width - rw, 0, &right, rw, Style::new());
         }
     }
-    let footer_rows = 2;
+    let notes = summary_notes(overview);
+    let footer_rows = notes.len() as u16 + 1;
     if let Some(w) = window.filter(|_| cols > 0 && height > 1) {
         ruler(w, cols, buf, sym);
         let mut y = 2;
@@ -137,15 +144,16 @@ fn draw(
         }
     }
     if height > footer_rows {
-        let note = summary_note(overview);
-        put(
-            buf,
-            0,
-            height - 2,
-            &fit(&note, usize::from(width)),
-            width,
-            theme::DIM,
-        );
+        for (i, note) in notes.iter().enumerate() {
+            put(
+                buf,
+                0,
+                height - footer_rows + i as u16,
+                &fit(note, usize::from(width)),
+                width,
+                theme::DIM,
+            );
+        }
         let status = progress_line(overview, progress);
         put(
             buf,
@@ -196,26 +204,45 @@ fn ruler(w: TimeWindow, cols: u16, buf: &mut Buffer, sym: &Symbols) {
     }
 }
 
-/// What the frame is drawn from and what it leaves out.
-fn summary_note(overview: &Overview) -> String {
+/// What the frame is drawn from and what it leaves out: a line, and one more where some
+/// regions are on no lane.
+fn summary_notes(overview: &Overview) -> Vec<String> {
     if overview.is_empty() {
-        return " this trace has no block summaries (written before format 1.9, or nothing \
-                 timed): the timeline appears when the index is built"
-            .to_owned();
+        return vec![
+            " this trace has no block summaries (written before format 1.9, or nothing \
+             timed): the timeline appears when the index is built"
+                .to_owned(),
+        ];
     }
     let mut note =
         " summary frame: busy time per column from the recorder's block summaries, not spans"
             .to_owned();
-    if overview.unplaced > 0 {
-        note.push_str(&format!(
-            "; {} not placed on a lane",
-            units::plural(overview.unplaced, "timing")
-        ));
-    }
     if let Some((at, why)) = &overview.stopped {
         note.push_str(&format!("; summaries stop at byte {at} ({why})"));
     }
-    note
+    let mut notes = vec![note];
+    // What "not placed on a lane" meant, on a line of its own (it was 7 words at the end of
+    // a long one): the recorder summarised their timings before it read their submissions,
+    // so it could not tell their queue; the index can.
+    if overview.unplaced > 0 {
+        let (n, timings, them) = match overview.unplaced {
+            1 => (
+                "1 region is".to_owned(),
+                "its timing before it read its",
+                "it",
+            ),
+            n => (
+                format!("{n} regions are"),
+                "their timings before it read their",
+                "them",
+            ),
+        };
+        notes.push(format!(
+            " {n} on no lane: the recorder summarised {timings} submission; the index places \
+             {them}"
+        ));
+    }
+    notes
 }
 
 /// The index's progress and what waits for it.
@@ -230,5 +257,55 @@ fn progress_line(overview: &Overview, progress: &LoadProgress) -> String {
              search when it is ready",
             units::bytes(total)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrx_capture::schema::{Queue, RuntimeId};
+    use hrx_capture::summary::{BlockSummary, LaneSummary, Summaries};
+
+    /// The header counts every region timing the summaries hold, those on no lane too, and
+    /// says it read block summaries (not the trace's blocks); the note says what a region on
+    /// no lane is. It read `summary of 41 regions in 18 blocks` and `7 timings not placed on
+    /// a lane` for a trace of 48 regions and 56 blocks (a fresh user's pass).
+    #[test]
+    fn the_summary_frame_counts_every_timed_region_and_says_why_some_are_on_no_lane() {
+        let lane = |queue, regions, start_ns| LaneSummary {
+            runtime: RuntimeId(1),
+            queue,
+            regions,
+            first_start_ns: start_ns,
+            last_end_ns: start_ns + 500,
+            busy_ns: 400,
+        };
+        let summaries = Summaries {
+            blocks: vec![
+                BlockSummary {
+                    lanes: vec![lane(Queue::GpuCompute, 30, 0)],
+                    unplaced: 4,
+                },
+                BlockSummary {
+                    lanes: vec![lane(Queue::GpuUpload, 11, 1_000)],
+                    unplaced: 3,
+                },
+            ],
+            ..Summaries::default()
+        };
+        let overview = Overview::from_summaries(&summaries);
+        let frame = overview_to_string(&overview, &LoadProgress::default(), false, 120, 12);
+        assert!(
+            frame.contains(" hrx-trace view  summary of 48 timed regions from 2 block summaries"),
+            "{frame}"
+        );
+        assert!(
+            frame.contains(
+                " 7 regions are on no lane: the recorder summarised their timings before it \
+                 read their submission; the index places them"
+            ),
+            "{frame}"
+        );
+        assert!(!frame.contains("not placed"), "{frame}");
     }
 }
