@@ -412,13 +412,19 @@ fn warn(file: &Path, exported: &export::Exported, session: &TraceSession) {
     }
     crate::output::warn_ends_before_start(file, exported.ends_before_start, "exported");
     // A loaded host, in `info`'s words, as every verb says it (the export printed nothing of
-    // it on screen, its file holding the marks: a fresh user's pass).
+    // it on screen, its file holding the marks: a fresh user's pass); under `-q` a warning,
+    // as `record -q` says it (a note was silenced: another pass).
     if let Some(h) = exported.host_load.filter(|h| h.loaded()) {
-        crate::output::note(format_args!(
+        crate::output::lacks(format_args!(
             "{}: host load {}",
             file.shown(),
             crate::info::host_load_line(h)
         ));
+    }
+    // A lossy recording that lost nothing (one that lost records is warned of above), as
+    // `info`'s `lost` line says it; its file holds the `lossy mode (none lost yet)` mark.
+    if let Some(mode) = (exported.recovery.as_ref()).and_then(|r| r.lost.lossy_without_loss()) {
+        crate::output::lacks(format_args!("{}: lost {mode}", file.shown()));
     }
     if exported.counts.flows_not_drawn > 0 {
         crate::output::warn(format_args!(

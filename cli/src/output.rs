@@ -188,6 +188,17 @@ pub fn note(message: impl std::fmt::Display) {
     }
 }
 
+/// Says what a trace lacks that is no damage (a loaded host, lossy mode): a `note:`, and
+/// under `-q` a `warning:`, since `-q` never silences what a trace lacks (README, "What a
+/// trace may lack"), as `record -q` says it.
+pub fn lacks(message: impl std::fmt::Display) {
+    if quiet() {
+        warn(message);
+    } else {
+        note(message);
+    }
+}
+
 /// Prints `note: {message}` on standard error with `-v` only.
 pub fn detail(message: impl std::fmt::Display) {
     if verbose() && !quiet() {

@@ -1980,6 +1980,14 @@ fn the_export_of_a_loaded_host_trace_says_so_in_the_file() {
     );
     assert!(note.contains(": loaded, its host-side times"), "{info}");
     assert_eq!(stderr(&out), note);
+    // `-q` never silences what a trace lacks: a warning then, as `record -q` says it (it
+    // said nothing, where `info`, `stats`, `replay` and `diff` said it: a fresh user's pass).
+    let quiet = run(
+        dir.path(),
+        &["-q", "export", "loaded.hrxt", "-o", "q.pftrace"],
+    );
+    assert_eq!(code(&quiet), 0, "{}", stderr(&quiet));
+    assert_eq!(stderr(&quiet), note.replacen("note:", "warning:", 1));
     let out = run(
         dir.path(),
         &["export", "loaded.hrxt", "--format", "parquet", "-o", "pq"],
@@ -1988,12 +1996,15 @@ fn the_export_of_a_loaded_host_trace_says_so_in_the_file() {
     assert_eq!(stderr(&out), note);
     let events = std::fs::read(dir.path().join("pq/events.parquet")).unwrap();
     assert!(events.windows(11).any(|w| w == b"host loaded"));
-    let quiet = run(dir.path(), &["export", "quiet.hrxt", "-o", "q.pftrace"]);
-    assert_eq!(
-        stderr(&quiet),
-        "",
-        "a quiet host's export says nothing of it"
-    );
+    for quiet_flag in [None, Some("-q")] {
+        let args = (quiet_flag.into_iter()).chain(["export", "quiet.hrxt", "-o", "q.pftrace"]);
+        let quiet = run(dir.path(), &args.collect::<Vec<_>>());
+        assert_eq!(
+            stderr(&quiet),
+            "",
+            "a quiet host's export says nothing of it"
+        );
+    }
 }
 
 /// The export of a trim (or a capture range) says in the file which range of a recording

@@ -488,6 +488,25 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
         "{exported}"
     );
     assert!(!exported.contains("\"records lost\""), "{exported}");
+    // On standard error too, as `info`'s line says it: a note, and under `-q` a warning, as
+    // `record -q` says it (`export -q` said nothing of the mode: a fresh user's pass).
+    let mode = "lossy.hrxt: lost none, recorded in lossy mode (HRX_TRACE_MODE=lossy";
+    assert!(
+        stderr(&export).contains(&format!("note: {mode}")),
+        "{}",
+        stderr(&export)
+    );
+    for (file, said) in [("lossy.hrxt", true), ("lossless.hrxt", false)] {
+        let quiet = run(dir.path(), &["-q", "export", file, "-o", "quiet.json"]);
+        assert_eq!(code(&quiet), 0, "{}", stderr(&quiet));
+        assert_eq!(
+            stderr(&quiet).contains(&format!("warning: {mode}")),
+            said,
+            "{file}: {}",
+            stderr(&quiet)
+        );
+        assert!(!stderr(&quiet).contains("note:"), "{}", stderr(&quiet));
+    }
     for (file, lossy) in [("lossy.hrxt", true), ("lossless.hrxt", false)] {
         let stats: serde_json::Value =
             serde_json::from_str(&stdout(&run(dir.path(), &["stats", "--json", file]))).unwrap();
