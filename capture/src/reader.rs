@@ -250,8 +250,16 @@ pub struct Warning {
 }
 
 impl fmt::Display for Warning {
+    /// `byte N: ` then what happened; without the byte for submissions missing, which are
+    /// counted over the whole trace once it is read (its offset is where the read stopped,
+    /// no place of theirs: a lossy recording's read `byte 23000313: runtime 1: 25220 of its
+    /// submissions ... are missing` with nothing at that byte damaged, a fresh user's pass;
+    /// damage that lost them is warned of at its own byte).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "byte {}: {}", self.offset, self.kind)
+        match self.kind {
+            WarningKind::SubmissionsMissing { .. } => write!(f, "{}", self.kind),
+            _ => write!(f, "byte {}: {}", self.offset, self.kind),
+        }
     }
 }
 
@@ -3199,6 +3207,30 @@ mod tests {
         assert_eq!(missing(gap), 1);
         let without_range = vec![submit(5), submit(6), submit(7)];
         assert_eq!(missing(without_range), 4);
+    }
+
+    /// Submissions missing are said without a byte (counted once the trace is read, they
+    /// lie at none; the byte read as a place of damage in a lossy trace); a warning about a
+    /// place keeps its byte.
+    #[test]
+    fn submissions_missing_are_said_without_a_byte() {
+        let missing = Warning {
+            offset: 23_000_313,
+            kind: WarningKind::SubmissionsMissing {
+                runtime: 1,
+                missing: 2,
+                last: 9,
+            },
+        };
+        assert_eq!(
+            missing.to_string(),
+            "runtime 1: 2 of its submissions 1..=9 are missing"
+        );
+        let placed = Warning {
+            offset: 7,
+            kind: WarningKind::SummaryWithoutBlock,
+        };
+        assert!(placed.to_string().starts_with("byte 7: "), "{placed}");
     }
 
     /// A trace never closed, where nothing was damaged, skipped or lost, that lacks some of a

@@ -680,11 +680,14 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     }
     let lost = &r["lost"];
     if u(&lost["records"]) > 0 {
-        let kinds: Vec<String> = lost["by_kind"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(kind, n)| format!("{kind} {}", u(n)))
+        // Largest first, as `info`, `record` and every warning list them (the JSON object
+        // came alphabetically: a fresh user's pass).
+        let mut kinds: Vec<(&str, u64)> = (lost["by_kind"].as_object().into_iter().flatten())
+            .map(|(kind, n)| (kind.as_str(), u(n)))
+            .collect();
+        kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let kinds: Vec<String> = (kinds.into_iter())
+            .map(|(kind, n)| format!("{kind} {n}"))
             .collect();
         writeln!(
             out,

@@ -97,6 +97,28 @@ fn load_note(host: &hrx_replay::HostLoad) -> Option<String> {
     })
 }
 
+/// The warning after a recording whose trace `recovery` says is not whole, `writer` the
+/// process that wrote it as it ended (`prog ended (exit code 1)`): what it holds up to that
+/// end, or for a trace closed cleanly whose recorder lost records (lossy mode), the loss,
+/// not in the words of a crash (it read "... lost records; it holds what was written before
+/// prog ended (exit code 0)": a fresh user's pass).
+fn incomplete_warning(path: &Path, recovery: &hrx_capture::Recovery, writer: &str) -> String {
+    if recovery.end() == "closed cleanly, but the recorder lost records" {
+        format!(
+            "{}: closed cleanly, but the recorder lost records while recording: {}; the trace \
+             holds every other record",
+            path.shown(),
+            recovery.lost
+        )
+    } else {
+        format!(
+            "{}: {}; it holds what was written before {writer}",
+            path.shown(),
+            recovery.end(),
+        )
+    }
+}
+
 /// The capture range `--capture-range`, `--delay` and `--duration` ask for.
 ///
 /// # Errors
@@ -465,11 +487,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                         },
                         _ => format!("{} ended ({ended})", name(program)),
                     };
-                    crate::output::warn(format_args!(
-                        "{}: {}; it holds what was written before {writer}",
-                        path.shown(),
-                        stats.recovery.end(),
-                    ));
+                    crate::output::warn(incomplete_warning(&path, &stats.recovery, &writer));
                 }
                 if let Err(error) = printed {
                     // Standard output failing (a full disk, a closed terminal) loses the
@@ -1680,8 +1698,9 @@ fn exec_successor(
 
 #[cfg(test)]
 mod tests {
-    use super::{load_note, read_while_held};
+    use super::{incomplete_warning, load_note, read_while_held};
     use hrx_replay::HostLoad;
+    use std::path::Path;
 
     /// A trace read while its recorder held it is said to be being recorded even when the
     /// recording ends before the read does: whether a recorder holds it is asked as the read
@@ -1703,6 +1722,46 @@ mod tests {
         assert!(read > 0);
         // Nobody holds it now, nor as a later read begins.
         assert!(!read_while_held(&path, || ()).1);
+    }
+
+    /// A trace closed cleanly whose recorder lost records is said as such, not in a crash's
+    /// words ("it holds what was written before prog ended"); one not closed still is.
+    #[test]
+    fn a_clean_close_that_lost_records_is_not_said_as_a_crash() {
+        let mut lossy = hrx_capture::Recovery {
+            closed: true,
+            clean_close: true,
+            missing_submissions: 2,
+            ..hrx_capture::Recovery::default()
+        };
+        lossy.lost.observe(&hrx_capture::Record::RecordsLost(
+            hrx_capture::schema::RecordsLost {
+                time_ns: 0,
+                lossy: true,
+                total: 3,
+                by_kind: vec![
+                    hrx_capture::schema::LostKind {
+                        kind: "RegionTiming".into(),
+                        records: 1,
+                    },
+                    hrx_capture::schema::LostKind {
+                        kind: "Submit".into(),
+                        records: 2,
+                    },
+                ],
+            },
+        ));
+        let path = Path::new("t.hrxt");
+        assert_eq!(
+            incomplete_warning(path, &lossy, "prog ended (exit code 0)"),
+            "t.hrxt: closed cleanly, but the recorder lost records while recording: 3 records \
+             lost (Submit 2, RegionTiming 1) in lossy mode; the trace holds every other record"
+        );
+        let crashed = hrx_capture::Recovery::default();
+        assert_eq!(
+            incomplete_warning(path, &crashed, "prog ended (signal 9)"),
+            "t.hrxt: not closed cleanly; it holds what was written before prog ended (signal 9)"
+        );
     }
 
     /// A recording on a loaded host says so, with the loads and CPUs; a quiet one does not.

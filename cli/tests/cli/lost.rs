@@ -688,3 +688,74 @@ fn a_hint_names_the_trace_as_one_shell_word() {
         );
     }
 }
+
+/// Lost records are listed by count in `stats` as in `info` and the warnings (`stats`
+/// listed them alphabetically), and the submissions a lossy recorder lost are warned of
+/// without a byte (it named the byte where the read stopped, with nothing damaged there: a
+/// fresh user's pass).
+#[test]
+fn lost_records_are_listed_by_count_and_their_gap_by_no_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    let submits: Vec<usize> = (0..trace.records.len())
+        .filter(|&i| matches!(trace.records[i], Record::Submit(_)))
+        .collect();
+    assert!(submits.len() >= 4, "{}", submits.len());
+    // Two submits from the middle and one timing: alphabetically RegionTiming comes first,
+    // by count Submit.
+    let timing = (0..trace.records.len())
+        .find(|&i| matches!(trace.records[i], Record::RegionTiming(_)))
+        .unwrap();
+    let gone = [submits[1], submits[2], timing];
+    let options = RecorderOptions {
+        mode: TraceMode::Lossy,
+        full_buffer_wait: std::time::Duration::from_secs(3600),
+        ..RecorderOptions::default()
+    };
+    let recorder = Recorder::create(dir.path().join("lossy.hrxt"), options).unwrap();
+    for (i, record) in trace.records.iter().enumerate() {
+        if gone.contains(&i) || matches!(record, Record::SessionStart(_) | Record::SessionEnd(_)) {
+            continue;
+        }
+        recorder.record(record);
+    }
+    recorder.record(&Record::RecordsLost(RecordsLost {
+        time_ns: recorder.now_ns(),
+        lossy: true,
+        total: 3,
+        by_kind: vec![
+            LostKind {
+                kind: "RegionTiming".into(),
+                records: 1,
+            },
+            LostKind {
+                kind: "Submit".into(),
+                records: 2,
+            },
+        ],
+    }));
+    recorder.close().unwrap();
+    let by_count = "3 records lost (Submit 2, RegionTiming 1)";
+    let info = run(dir.path(), &["info", "lossy.hrxt"]);
+    assert!(stdout(&info).contains(by_count), "{}", stdout(&info));
+    let stats = run(dir.path(), &["stats", "lossy.hrxt"]);
+    assert!(
+        stdout(&stats).contains("3 records lost while recording (Submit 2, RegionTiming 1)"),
+        "{}",
+        stdout(&stats)
+    );
+    for out in [&info, &stats] {
+        let err = stderr(out);
+        let gap = err
+            .lines()
+            .find(|l| l.contains("of its submissions 1..="))
+            .unwrap_or_else(|| panic!("no gap warned: {err}"));
+        assert!(
+            gap.starts_with("warning: lossy.hrxt: runtime "),
+            "no byte before it: {err}"
+        );
+        assert!(!gap.contains("byte"), "{err}");
+        assert!(err.contains(by_count), "{err}");
+    }
+}
