@@ -112,10 +112,15 @@ fn view(
         }
         let failure = failure::Failure::new(error.to_string());
         anyhow::Error::from(match error {
-            hrx_tui::TuiError::NotATerminal => failure.hint(
-                "run it in a terminal (or tmux); without one, `stats` prints the timeline's \
-                 statistics and `export` writes the timeline for Perfetto",
-            ),
+            // The headless frame named, as the README suggests it for this very case (a
+            // fresh user's pass).
+            hrx_tui::TuiError::NotATerminal => failure.hint(format!(
+                "run it in a terminal (or tmux); without one, `{}=120x40 hrx-trace view {}` \
+                 prints its first frame, `stats` the timeline's statistics, and `export` \
+                 writes the timeline for Perfetto",
+                hrx_tui::app::HEADLESS_FRAME_ENV,
+                file.for_shell()
+            )),
             hrx_tui::TuiError::NoAnswer { .. } => failure.hint(
                 "run it in an interactive terminal (or tmux); for use without one, `info` and \
                  `stats` print the trace's summary and statistics and `export` writes the \

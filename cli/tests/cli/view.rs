@@ -365,7 +365,9 @@ fn the_timeline_as_a_new_user_expects_it_in_tmux() {
 }
 
 /// Without a terminal (standard input and output not one), `view` writes nothing to the
-/// pipe, no escape sequences included, and says why in one error line and a hint.
+/// pipe, no escape sequences included, and says why in one error line and a hint, which
+/// names the headless frame (the README's way to see a frame without a terminal; the hint
+/// left it out: a fresh user's pass) with this trace, and that command prints the frame.
 #[test]
 fn view_without_a_terminal_is_one_error_and_a_hint() {
     let dir = tempfile::tempdir().unwrap();
@@ -385,6 +387,21 @@ fn view_without_a_terminal_is_one_error_and_a_hint() {
         "error: view needs an interactive terminal, and standard input or output is not one"
     );
     assert!(lines[1].starts_with("hint: run it in a terminal"), "{err}");
+    let headless = "`HRX_TUI_HEADLESS_FRAME=120x40 hrx-trace view h.hrxt` prints its first frame";
+    assert!(lines[1].contains(headless), "{err}");
+    // As the hint says it, the frame comes without a terminal.
+    let frame = hrx_trace(dir.path())
+        .args(["view", "h.hrxt"])
+        .env("HRX_TUI_HEADLESS_FRAME", "120x40")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&frame), 0, "{}", stderr(&frame));
+    assert!(
+        stdout(&frame).contains("hrx-trace view"),
+        "{}",
+        stdout(&frame)
+    );
 }
 
 /// `view --follow` without a terminal says so before it reads the trace: of one not
