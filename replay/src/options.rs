@@ -99,6 +99,10 @@ pub const DEFAULT_CHUNK_BLOB_BYTES: u64 = 256 << 20;
 /// read: what the writer's threads had in flight).
 pub const DEFAULT_CHUNK_SUBMISSIONS: u64 = 2048;
 
+/// The entries the kernel tables (`stats`, `diff`, `replay --per-op`) list for copies and
+/// fills beside the kernels: `--inject-slowdown` slows kernels only.
+const COPY_ENTRIES: [&str; 4] = ["upload", "download", "copy", "fill"];
+
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
@@ -293,15 +297,31 @@ impl ReplayOptions {
             .find(|(entry, _)| !known.contains(entry.as_str()))
         {
             None => Ok(()),
-            Some((entry, _)) => Err(crate::ReplayError::unreplayable(format!(
-                "--inject-slowdown names kernel {entry}, which no graph of the trace runs on a \
-                 GPU (its GPU kernels: {})",
-                if known.is_empty() {
+            Some((entry, _)) => {
+                let kernels = if known.is_empty() {
                     "none".to_owned()
                 } else {
                     known.into_iter().collect::<Vec<_>>().join(", ")
-                }
-            ))),
+                };
+                // The kernel tables list copies and fills as entries beside the kernels
+                // (`upload`, `download`): named here, they are refused as what they are, not
+                // as an unknown kernel (a fresh user's pass read "its GPU kernels: none").
+                Err(crate::ReplayError::unreplayable(
+                    if COPY_ENTRIES.contains(&entry.as_str()) {
+                        format!(
+                            "--inject-slowdown names {entry}, the stats tables' entry for a \
+                             {}: only GPU kernels can be slowed, not copies or fills (the \
+                             trace's GPU kernels: {kernels})",
+                            if entry == "fill" { "fill" } else { "copy" }
+                        )
+                    } else {
+                        format!(
+                            "--inject-slowdown names kernel {entry}, which no graph of the \
+                             trace runs on a GPU (its GPU kernels: {kernels})"
+                        )
+                    },
+                ))
+            }
         }
     }
 
@@ -311,5 +331,54 @@ impl ReplayOptions {
             .rev()
             .find(|(name, _)| name == entry)
             .map(|(_, host)| *host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplayOptions;
+
+    /// A copy's or a fill's entry of the kernel tables (`upload`, `download`, `copy`,
+    /// `fill`) is refused as one that cannot be slowed, naming the kernels that can; a name
+    /// no table lists stays an unknown kernel.
+    #[test]
+    fn a_slowdown_of_a_copy_is_refused_as_a_copy() {
+        let slowing = |entry: &str| ReplayOptions {
+            slowdowns: vec![(entry.to_owned(), 100)],
+            ..ReplayOptions::default()
+        };
+        for (entry, what) in [
+            ("upload", "copy"),
+            ("download", "copy"),
+            ("copy", "copy"),
+            ("fill", "fill"),
+        ] {
+            let refused = slowing(entry).check_slowdowns([]).unwrap_err().to_string();
+            assert!(
+                refused.contains(&format!(
+                    "--inject-slowdown names {entry}, the stats tables' entry for a {what}: only \
+                     GPU kernels can be slowed, not copies or fills (the trace's GPU kernels: \
+                     none)"
+                )),
+                "{refused}"
+            );
+        }
+        let some = slowing("upload")
+            .check_slowdowns(["hrx_sobel", "hrx_blur_h"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            some.ends_with("(the trace's GPU kernels: hrx_blur_h, hrx_sobel)"),
+            "{some}"
+        );
+        let unknown = slowing("hrx_nope")
+            .check_slowdowns([])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.contains("names kernel hrx_nope, which no graph of the trace runs on a GPU"),
+            "{unknown}"
+        );
+        assert!(slowing("hrx_sobel").check_slowdowns(["hrx_sobel"]).is_ok());
     }
 }
