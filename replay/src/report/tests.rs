@@ -883,7 +883,9 @@ fn a_baseline_of_runs_past_counting_takes_no_more() {
 }
 
 /// A run added on a loaded host (which widens how far the runs lie apart, the floor of every
-/// later judgement) is said each time the baseline judges, as a loaded first run is.
+/// later judgement) is said each time the baseline judges, as a loaded first run is; of
+/// several loaded runs, the busiest one's load is quoted (the first loaded run's was, though
+/// a later run was busier: a fresh user's pass).
 #[test]
 fn a_run_added_on_a_loaded_host_is_said_when_the_baseline_judges() {
     let host = |load: f64| {
@@ -902,6 +904,14 @@ fn a_run_added_on_a_loaded_host_is_said_when_the_baseline_judges() {
     quiet.host = host(0.2);
     baseline.add(quiet).unwrap();
     assert_eq!(baseline.host, host(3.5));
+    // A busier run replaces it; a loaded but less busy one does not.
+    let mut busier = crate::Baseline::of(&replayed_in(1_000_000));
+    busier.host = host(5.17);
+    baseline.add(busier).unwrap();
+    let mut less = crate::Baseline::of(&replayed_in(1_000_000));
+    less.host = host(4.0);
+    baseline.add(less).unwrap();
+    assert_eq!(baseline.host, host(5.17));
     let mut report = replayed_in(1_000_000);
     let options = crate::ReplayOptions {
         max_slowdown: Some(1.5),
@@ -909,10 +919,10 @@ fn a_run_added_on_a_loaded_host_is_said_when_the_baseline_judges() {
     };
     baseline.judge(&mut report, &options).unwrap();
     assert!(
-        report
-            .notes
-            .iter()
-            .any(|n| n.contains("saved on a loaded host")),
+        report.notes.iter().any(|n| n.contains(
+            "saved on a loaded host, the busiest of its 5 runs at load 5.17 (2.58 per CPU on \
+             2 CPUs) before and 5.17 (2.58 per CPU on 2 CPUs) after:"
+        )),
         "{:?}",
         report.notes
     );
