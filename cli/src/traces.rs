@@ -351,6 +351,7 @@ pub fn claim(
 ) -> Result<Option<Claim>, crate::failure::Failure> {
     use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let key = trace_key(trace);
     let path = claim_path(&key);
     // A `record` run by another's program (`record -- sh -c 'hrx-trace record --workload
@@ -362,13 +363,23 @@ pub fn claim(
         .map(|dir| canonical(Path::new(&dir)));
     // Tried again where the file locked was removed meanwhile (its `record` ended).
     for _ in 0..16 {
+        // Not through a symbolic link, and only a file of its own: a claim is written
+        // (emptied, then the pid), and a `.NAME.claim` that was a link to another file
+        // emptied that file and wrote the pid into it (a break-it pass). Such a name, as one
+        // that cannot be opened, gets no claim (the trace's own lock still refuses).
         let opened = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&path);
-        let Ok(file) = opened else {
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+            .ok()
+            .filter(|file| {
+                file.metadata()
+                    .is_ok_and(|m| m.file_type().is_file() && m.nlink() == 1)
+            });
+        let Some(file) = opened else {
             crate::record::refuse_live(trace, "the trace")?;
             return Ok(None);
         };
@@ -425,7 +436,7 @@ pub fn claim(
 /// Whether `path` names the open `file` (not removed or replaced since it was opened).
 fn same_file(file: &std::fs::File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
         _ => false,
     }
@@ -560,6 +571,36 @@ mod tests {
         assert!(!beside.exists());
         let next = claim(Some(other.path()), &trace).unwrap();
         assert!(next.is_some() && beside.exists());
+    }
+
+    /// A `.NAME.claim` that is a symbolic or hard link to another file is not written
+    /// through: that file keeps its contents (it was emptied and given the pid). The trace
+    /// then has no claim, as in a folder where none can be made; a directory there alike.
+    #[test]
+    fn a_claim_is_never_written_through_a_link() {
+        let traces = tempfile::tempdir().unwrap();
+        let trace = traces.path().join("t.hrxt");
+        let beside = traces.path().join(".t.hrxt.claim");
+        let precious = traces.path().join("precious.txt");
+        std::fs::write(&precious, "the user's file").unwrap();
+        std::os::unix::fs::symlink(&precious, &beside).unwrap();
+        assert!(claim(None, &trace).unwrap().is_none());
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "the user's file");
+        assert!(beside.is_symlink());
+        // A link to no file: none is created where it points.
+        let nowhere = traces.path().join("nowhere");
+        std::fs::remove_file(&beside).unwrap();
+        std::os::unix::fs::symlink(&nowhere, &beside).unwrap();
+        assert!(claim(None, &trace).unwrap().is_none());
+        assert!(!nowhere.exists());
+        std::fs::remove_file(&beside).unwrap();
+        std::fs::hard_link(&precious, &beside).unwrap();
+        assert!(claim(None, &trace).unwrap().is_none());
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "the user's file");
+        std::fs::remove_file(&beside).unwrap();
+        std::fs::create_dir(&beside).unwrap();
+        assert!(claim(None, &trace).unwrap().is_none());
+        assert!(beside.is_dir());
     }
 
     #[test]
