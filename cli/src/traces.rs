@@ -305,12 +305,37 @@ impl Drop for Claim {
     }
 }
 
-/// The claim file of the trace `key` ([`trace_key`]): `.NAME.claim` beside it.
+/// The longest file name Linux's file systems take, in bytes (`NAME_MAX`).
+const NAME_MAX_BYTES: usize = 255;
+
+/// The claim file of the trace `key` ([`trace_key`]): `.NAME.claim` beside it. Where that
+/// name would be longer than a file name may be (a trace named with 249 bytes or more), its
+/// `NAME` is shortened and followed by a hash of the whole name (`.NAME…-HASH.claim`): a
+/// claim that could not be made was no claim, and two `record`s to such a name both ran (a
+/// break-it pass).
 fn claim_path(key: &Path) -> PathBuf {
-    let mut name = std::ffi::OsString::from(".");
-    name.push(key.file_name().unwrap_or_default());
-    name.push(".claim");
-    key.with_file_name(name)
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let trace = key.file_name().unwrap_or_default().as_bytes();
+    let mut name = b".".to_vec();
+    if 1 + trace.len() + ".claim".len() <= NAME_MAX_BYTES {
+        name.extend_from_slice(trace);
+    } else {
+        // FNV-1a, 64 bits: the same name in every build of hrx-trace (std's hasher may
+        // change between Rust releases, and two `record`s must agree).
+        let hash = trace.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        let suffix = format!("-{hash:016x}.claim");
+        let mut keep = NAME_MAX_BYTES - 1 - suffix.len();
+        // Not in the middle of a UTF-8 character where the name is UTF-8.
+        while keep > 0 && (trace[keep] & 0xc0) == 0x80 {
+            keep -= 1;
+        }
+        name.extend_from_slice(&trace[..keep]);
+        name.extend_from_slice(&suffix.as_bytes()[..suffix.len() - ".claim".len()]);
+    }
+    name.extend_from_slice(b".claim");
+    key.with_file_name(std::ffi::OsString::from_vec(name))
 }
 
 /// Claims the trace `trace` (`-o` as this process expands it, without `%p` or `%n`) for the
@@ -601,6 +626,30 @@ mod tests {
         std::fs::create_dir(&beside).unwrap();
         assert!(claim(None, &trace).unwrap().is_none());
         assert!(beside.is_dir());
+    }
+
+    /// A trace whose name leaves no room for `.NAME.claim` (255 bytes at most) is claimed
+    /// under a shortened name with a hash of the whole one: a second `record` is refused (it
+    /// could not be claimed, and both ran); two such names that differ only at their end
+    /// have two claims. The shortened name is cut between UTF-8 characters.
+    #[test]
+    fn a_trace_with_a_long_name_is_claimed() {
+        let traces = tempfile::tempdir().unwrap();
+        for stem in ["a".repeat(245), "\u{e9}".repeat(122)] {
+            let trace = traces.path().join(format!("{stem}.hrxt"));
+            let other = traces.path().join(format!("{stem}.hrxz"));
+            let held = claim(None, &trace).unwrap().expect("a claim");
+            let refused = claim(None, &trace).unwrap_err().to_string();
+            assert!(refused.contains("another recorder is writing it"), "{refused}");
+            let beside = claim_path(&trace);
+            let name = beside.file_name().unwrap();
+            assert!(name.len() <= NAME_MAX_BYTES && name.to_str().is_some(), "{name:?}");
+            assert!(beside.exists() && name.to_str().unwrap().ends_with(".claim"));
+            let next = claim(None, &other).unwrap();
+            assert!(next.is_some());
+            drop((held, next));
+            assert!(!beside.exists());
+        }
     }
 
     #[test]
