@@ -431,9 +431,21 @@ fn write_annotations(
 /// A judged row's ratio of medians as `replay` writes it, with its confidence interval
 /// where it has one (`1.50x [1.25x..1.75x]`, the one formatter:
 /// [`hrx_analysis::units::ratio_with_interval`]); `-` without a ratio.
+///
+/// A ratio or an interval end that is not finite (a side's median or bound of 0 ns) is shown
+/// as the JSON has it, null: `-` for the ratio, no interval. Read from the JSON tree, the
+/// text did so; read from the typed rows it said `infx` and `NaNx` (a break-it pass).
 fn judged_ratio(row: &Judged<'_>) -> String {
-    row.ratio
-        .map_or_else(|| "-".to_owned(), |r| ratio_with_interval(r, row.interval))
+    let interval = row
+        .interval
+        .filter(|(low, high)| low.is_finite() && high.is_finite());
+    finite(row.ratio).map_or_else(|| "-".to_owned(), |r| ratio_with_interval(r, interval))
+}
+
+/// `v` where it is finite: the JSON writes a ratio that is not (`inf`, `NaN`) as null, and
+/// the text shows such a one as the JSON has it.
+fn finite(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite())
 }
 
 /// The mark of a judged row that is not judged: too few runs on a side (under 7), or an
@@ -550,7 +562,7 @@ fn write_region_times(out: &mut impl Write, times: &[RegionTimes]) -> io::Result
         "{:<28} {:>11} {:>11} {:>9}",
         "  region (worst ratio first)", "base p50", "new p50", "ratio"
     )?;
-    let of = |t: &RegionTimes| t.ratio().unwrap_or(f64::NAN);
+    let of = |t: &RegionTimes| finite(t.ratio()).unwrap_or(f64::NAN);
     let mut rows: Vec<&RegionTimes> = times.iter().collect();
     rows.sort_by(|a, b| of(b).total_cmp(&of(a)));
     for t in rows.iter().take(LISTED) {
@@ -561,7 +573,7 @@ fn write_region_times(out: &mut impl Write, times: &[RegionTimes]) -> io::Result
             t.key.region,
             crate::output::shown_text(&t.label)
         );
-        let ratio = t.ratio().map_or_else(|| "-".to_owned(), ratio);
+        let ratio = finite(t.ratio()).map_or_else(|| "-".to_owned(), ratio);
         writeln!(
             out,
             "{} {:>11} {:>11} {ratio:>9}",
@@ -872,6 +884,48 @@ mod tests {
             "{text}"
         );
         assert!(!said(0, 0).contains("began among"));
+    }
+
+    /// An interval whose end is not finite (a side's fastest run of 0 ns) is shown as the
+    /// JSON has it, null: no interval, the row's ratio alone, as the text read from the JSON
+    /// tree showed it; read from the typed rows it said `1.00x [0.33x..infx]` (a break-it
+    /// pass: `diff` of a graph that gained a region against the one without). Its marks are
+    /// the interval's own (too spread, from the interval as it is).
+    #[test]
+    fn an_interval_that_is_not_finite_is_shown_as_the_json_has_it() {
+        let spread = (10, 30);
+        let k = kernel(
+            stats("hrx_fill", 8, 10, spread),
+            stats("hrx_fill", 8, 10, spread),
+            (0.33, f64::INFINITY),
+            false,
+        );
+        let mut o = op(
+            "hrx_fill",
+            [1, 1],
+            1,
+            stats("hrx_fill", 8, 10, spread),
+            stats("hrx_fill", 8, 10, spread),
+        );
+        o.interval = Some((0.33, f64::INFINITY));
+        let a = range(
+            annotation("frame", 8, 10, spread),
+            annotation("frame", 8, 10, spread),
+            Some((f64::NAN, 3.0)),
+            false,
+        );
+        let text = text(|out| {
+            write_kernels(out, std::slice::from_ref(&k))?;
+            write_annotations(out, std::slice::from_ref(&a), 1.5)?;
+            write_op_times(out, &[o], 1.5)
+        });
+        assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
+        for name in ["hrx_fill ", "frame ", "r1 hrx_fill "] {
+            let row = (text.lines())
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("{name}: {text}"));
+            assert!(row.contains(" 1.00x"), "{row}");
+        }
     }
 
     /// Rows reported, not judged (annotation ranges, operations by place), too few or too
