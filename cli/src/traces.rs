@@ -610,7 +610,10 @@ mod tests {
         std::fs::write(&precious, "the user's file").unwrap();
         std::os::unix::fs::symlink(&precious, &beside).unwrap();
         assert!(claim(None, &trace).unwrap().is_none());
-        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "the user's file");
+        assert_eq!(
+            std::fs::read_to_string(&precious).unwrap(),
+            "the user's file"
+        );
         assert!(beside.is_symlink());
         // A link to no file: none is created where it points.
         let nowhere = traces.path().join("nowhere");
@@ -621,7 +624,10 @@ mod tests {
         std::fs::remove_file(&beside).unwrap();
         std::fs::hard_link(&precious, &beside).unwrap();
         assert!(claim(None, &trace).unwrap().is_none());
-        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "the user's file");
+        assert_eq!(
+            std::fs::read_to_string(&precious).unwrap(),
+            "the user's file"
+        );
         std::fs::remove_file(&beside).unwrap();
         std::fs::create_dir(&beside).unwrap();
         assert!(claim(None, &trace).unwrap().is_none());
@@ -640,10 +646,16 @@ mod tests {
             let other = traces.path().join(format!("{stem}.hrxz"));
             let held = claim(None, &trace).unwrap().expect("a claim");
             let refused = claim(None, &trace).unwrap_err().to_string();
-            assert!(refused.contains("another recorder is writing it"), "{refused}");
+            assert!(
+                refused.contains("another recorder is writing it"),
+                "{refused}"
+            );
             let beside = claim_path(&trace);
             let name = beside.file_name().unwrap();
-            assert!(name.len() <= NAME_MAX_BYTES && name.to_str().is_some(), "{name:?}");
+            assert!(
+                name.len() <= NAME_MAX_BYTES && name.to_str().is_some(),
+                "{name:?}"
+            );
             assert!(beside.exists() && name.to_str().unwrap().ends_with(".claim"));
             let next = claim(None, &other).unwrap();
             assert!(next.is_some());
