@@ -210,6 +210,12 @@ impl Graph {
             .enumerate()
             .skip(1)
             .any(|(i, r)| !r.dependencies.contains(&(i - 1)));
+        let operations_before = std::iter::once(0)
+            .chain(regions.iter().scan(0, |total, region| {
+                *total += super::scheduler::device_operations(region);
+                Some(*total)
+            }))
+            .collect();
         let prepared = Arc::new(Prepared {
             id: self.id,
             quarantined: AtomicBool::new(false),
@@ -221,6 +227,7 @@ impl Graph {
             runtime: self.owner.clone(),
             parallel,
             regions,
+            operations_before,
             uses,
             snapshot: if context.tracer.on() {
                 super::submit::SnapshotUses::of(self.entries.iter().map(|e| &e.uses[..]))

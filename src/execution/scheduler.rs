@@ -120,7 +120,7 @@ impl Task {
 }
 
 /// Device operations a region executes: one per copy, fill, dispatch or NPU run.
-fn device_operations(region: &Region) -> u64 {
+pub(super) fn device_operations(region: &Region) -> u64 {
     match region.kind {
         RegionKind::Scoped | RegionKind::HostCallback => 0,
         RegionKind::NativeGraph | RegionKind::CopyBatch | RegionKind::NpuRun => {
@@ -483,7 +483,7 @@ impl Scheduler {
         }
         self.with_producers += usize::from(!producers.is_empty());
         let first_operation = self.operations + 1;
-        self.operations += prepared.regions.iter().map(device_operations).sum::<u64>();
+        self.operations += prepared.operations_before.last().copied().unwrap_or(0);
         self.in_flight.push_back(InFlight {
             submission,
             prepared,
@@ -679,10 +679,7 @@ impl Scheduler {
         let flight = &mut self.in_flight[position];
         debug_assert_eq!(flight.states[region], State::Launched);
         flight.states[region] = State::Running;
-        let earlier: u64 = flight.prepared.regions[..region]
-            .iter()
-            .map(device_operations)
-            .sum();
+        let earlier = flight.prepared.operations_before[region];
         Some(Task {
             prepared: std::ptr::NonNull::from(&*flight.prepared),
             submission,
@@ -712,10 +709,7 @@ impl Scheduler {
         );
         let flight = &mut self.in_flight[position];
         flight.states[region] = State::Running;
-        let earlier: u64 = flight.prepared.regions[..region]
-            .iter()
-            .map(device_operations)
-            .sum();
+        let earlier = flight.prepared.operations_before[region];
         Task {
             prepared: std::ptr::NonNull::from(&*flight.prepared),
             submission: flight.submission,

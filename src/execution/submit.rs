@@ -52,6 +52,10 @@ pub(crate) struct Prepared {
     pub runtime: Arc<RuntimeOwner>,
     pub parallel: bool,
     pub regions: Vec<Region>,
+    /// The device operations of the regions before each region, one more entry than
+    /// `regions` (the last the graph's total): a claimed region's first operation's number
+    /// without a sum over the regions before it (quadratic in a graph of 100,000 regions).
+    pub operations_before: Vec<u64>,
     pub uses: Vec<Use>,
     /// Whether each slot's submission is still in flight.
     /// Read and written only under the scheduler lock (atomics only to be shared).
