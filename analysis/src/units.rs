@@ -160,13 +160,17 @@ pub fn host_load(load: Load) -> String {
     }
 }
 
-/// A ratio such as a slowdown, two decimals, or scientific notation for huge ones: `1.23x`,
-/// `1.00e9x`.
+/// A ratio such as a slowdown, two decimals, two significant digits below 0.01 (a ratio of
+/// wholly different work read `0.00x`), or scientific notation for huge and tiny ones:
+/// `1.23x`, `0.0024x`, `2.40e-5x`, `1.00e9x`.
 pub fn ratio(x: f64) -> String {
-    if x < 1e6 {
-        format!("{x:.2}x")
-    } else {
+    if x >= 1e6 || (x > 0.0 && x < 1e-4) {
         format!("{x:.2e}x")
+    } else if x > 0.0 && x < 0.01 {
+        let decimals = 1 - x.log10().floor() as i32;
+        format!("{x:.*}x", decimals.max(2) as usize)
+    } else {
+        format!("{x:.2}x")
     }
 }
 
@@ -335,10 +339,16 @@ mod tests {
     }
 
     #[test]
-    fn ratios_have_two_decimals_or_an_exponent() {
+    fn ratios_have_two_decimals_two_digits_below_a_hundredth_or_an_exponent() {
         assert_eq!(ratio(1.234), "1.23x");
         assert_eq!(ratio(0.5), "0.50x");
         assert_eq!(ratio(1e9), "1.00e9x");
+        // 157 µs against 370 ns (a fresh user's `diff` of two programs read `0.00x`).
+        assert_eq!(ratio(370.0 / 157_000.0), "0.0024x");
+        assert_eq!(ratio(0.0123), "0.01x");
+        assert_eq!(ratio(0.00999), "0.0100x");
+        assert_eq!(ratio(2.4e-5), "2.40e-5x");
+        assert_eq!(ratio(0.0), "0.00x");
     }
 
     #[test]

@@ -675,6 +675,19 @@ mod tests {
         }
     }
 
+    /// Regions paired by label are said on the one `regions` line (a fresh user's pass read
+    /// a second `regions` line further down the report).
+    #[test]
+    fn regions_matched_by_label_are_said_on_the_regions_line() {
+        let (c, m) = every_row();
+        let mut text = Vec::new();
+        super::super::text::write_text(&mut text, &report(&c, &m)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("regions ")).collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert!(lines[0].contains("; 2 of new matched by label"), "{text}");
+    }
+
     /// The report is written as serde_json wrote the map it was (keys in byte order, at
     /// every depth), so `--json` reads byte for byte as before: each row struct declares its
     /// fields in that order.

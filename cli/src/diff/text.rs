@@ -141,10 +141,19 @@ pub(super) fn write_text(out: &mut impl Write, r: &Report<'_>) -> io::Result<()>
     // Regions of prepared graphs, as their rows below (each over its runs, as the kernels'
     // `runs` column counts them): a count of runs read "1 matched" beside "8/8 runs" as if
     // the other 7 were unmatched.
+    // Regions paired by label are said on this one line (they had a `regions` line of their
+    // own further down: a fresh user's pass read two `regions` blocks).
+    let by_label = match r.regions_matched_by_label {
+        0 => String::new(),
+        n => format!(
+            "; {n} of new matched by label (their graph gained or lost a region; indices are \
+             base's)"
+        ),
+    };
     writeln!(
         out,
         "\nregions      {} matched (each a prepared graph's region, over its runs), {} only in \
-         base, {} only in new, {} relabelled{pooled}",
+         base, {} only in new, {} relabelled{pooled}{by_label}",
         g.matched,
         g.only_base,
         g.only_new,
@@ -212,14 +221,6 @@ pub(super) fn write_text(out: &mut impl Write, r: &Report<'_>) -> io::Result<()>
         n => writeln!(
             out,
             "graphs       {n} of new matched by structure (prepared in another order than in base)"
-        )?,
-    }
-    match r.regions_matched_by_label {
-        0 => {}
-        n => writeln!(
-            out,
-            "regions      {n} of new matched by label (their graph gained or lost a region; \
-             indices are base's)"
         )?,
     }
     for (i, side) in ["base", "new"].into_iter().enumerate() {
