@@ -413,9 +413,10 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
                 });
                 let header = (!args.json && !crate::output::quiet()).then(|| {
                     format!(
-                        "{:<12} {} ({ended})\n{:<12} {}\n",
+                        "{:<12} {} ({ended})\n{}{:<12} {}\n",
                         "program",
                         name(program),
+                        writer_line(stats.session.as_ref(), child_pid),
                         "device",
                         crate::summary::devices(&stats)
                     )
@@ -1100,6 +1101,25 @@ fn check_writable(path: &Path) -> Result<(), Failure> {
 
 /// The recorded program as messages name it: a path, shown as every path is
 /// ([`ShowPath::shown`]).
+/// The `process` line of a trace that a process the program started wrote (`sh -c 'linked
+/// & linked'`: each trace's block read `program sh` alone, a fresh user's pass): its
+/// program's name and pid. Empty where the program's own process wrote it, or the trace
+/// names no process.
+fn writer_line(session: Option<&hrx_capture::schema::SessionStart>, program_pid: u32) -> String {
+    match session {
+        Some(s) if s.pid != program_pid => {
+            let program = s.args.first().map_or("?", String::as_str);
+            format!(
+                "{:<12} {} (pid {}), started by the program\n",
+                "process",
+                name(OsStr::new(program)),
+                s.pid
+            )
+        }
+        _ => String::new(),
+    }
+}
+
 fn name(program: &OsStr) -> String {
     Path::new(program).shown().to_string()
 }

@@ -75,6 +75,18 @@ fn two_concurrent_processes_with_pid_patterns_write_two_traces() {
     );
     check_traces(dir.path(), &names, &[5, 7]);
     assert_eq!(summarised(&out).len(), 2, "{}", stdout(&out));
+    // Each block names the process that wrote its trace, not only the program (`sh`).
+    let text = stdout(&out);
+    let processes: Vec<&str> = text.lines().filter(|l| l.starts_with("process ")).collect();
+    assert_eq!(processes.len(), 2, "{text}");
+    for name in &names {
+        let pid = &name[1..name.len() - 5];
+        assert!(
+            processes.iter().any(|l| l.contains("traced")
+                && l.contains(&format!("(pid {pid}), started by the program"))),
+            "{text}"
+        );
+    }
 }
 
 /// The three hold their traces open until all three have opened theirs (`TRACED_TOGETHER`):
