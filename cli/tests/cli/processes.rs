@@ -295,7 +295,6 @@ fn a_workload_is_refused_a_name_another_recording_claimed() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let first_pid = first.id();
     wait_for(&dir.path().join("ran"));
     let workload = hrx_trace(dir.path())
         .args([
@@ -309,27 +308,7 @@ fn a_workload_is_refused_a_name_another_recording_claimed() {
         ])
         .output()
         .unwrap();
-    std::fs::write(dir.path().join("go"), b"").unwrap();
-    let first = first.wait_with_output().unwrap();
-    let said = format!(
-        "workload: {}{}\nfirst: {}{}",
-        stdout(&workload),
-        stderr(&workload),
-        stdout(&first),
-        stderr(&first)
-    );
-    assert_eq!(code(&workload), 2, "{said}");
-    assert!(
-        stderr(&workload)
-            .contains("error: cannot write the trace to t.hrxt: another recorder is writing it"),
-        "{said}"
-    );
-    assert!(
-        stderr(&workload).contains(&format!(
-            "`hrx-trace record` (pid {first_pid}) records into it"
-        )),
-        "{said}"
-    );
+    let (first, said) = refused_while_claimed(dir.path(), &workload, first, "workload");
     assert!(!stdout(&workload).contains("workload "), "{said}");
     assert!(!dir.path().join("t.hrxt").exists(), "{said}");
     assert_eq!(code(&first), 0, "{said}");
@@ -353,34 +332,13 @@ fn a_record_with_another_tmpdir_is_refused_a_name_another_recording_claimed() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let first_pid = first.id();
     wait_for(&dir.path().join("ran"));
     let second = hrx_trace(dir.path())
         .args(["record", "-o", "t.hrxt", "--", "sh", "-c", "touch second"])
         .env("TMPDIR", tmp_b.path())
         .output()
         .unwrap();
-    std::fs::write(dir.path().join("go"), b"").unwrap();
-    let first = first.wait_with_output().unwrap();
-    let said = format!(
-        "second: {}{}\nfirst: {}{}",
-        stdout(&second),
-        stderr(&second),
-        stdout(&first),
-        stderr(&first)
-    );
-    assert_eq!(code(&second), 2, "{said}");
-    assert!(
-        stderr(&second)
-            .contains("error: cannot write the trace to t.hrxt: another recorder is writing it"),
-        "{said}"
-    );
-    assert!(
-        stderr(&second).contains(&format!(
-            "`hrx-trace record` (pid {first_pid}) records into it"
-        )),
-        "{said}"
-    );
+    let (first, said) = refused_while_claimed(dir.path(), &second, first, "second");
     assert!(!dir.path().join("second").exists(), "{said}");
     assert_eq!(code(&first), 0, "{said}");
     // The claim went with its `record`: nothing is left beside the trace, and a later
@@ -397,6 +355,40 @@ fn a_record_with_another_tmpdir_is_refused_a_name_another_recording_claimed() {
 
 /// `record -o t.hrxt -- sh -c ...` in `dir` whose program closes a trace of 2 submissions,
 /// touches `closed` and waits for a file `go`, then runs `then` (shell, after a `;`),
+/// Lets the first `record` (held at `go`, pid `first.id()` taken before) go on, and checks
+/// that `refused`, run meanwhile to its `-o`, was refused naming it; the first's output and
+/// what both said.
+fn refused_while_claimed(
+    dir: &Path,
+    refused: &std::process::Output,
+    first: std::process::Child,
+    name: &str,
+) -> (std::process::Output, String) {
+    let first_pid = first.id();
+    std::fs::write(dir.join("go"), b"").unwrap();
+    let first = first.wait_with_output().unwrap();
+    let said = format!(
+        "{name}: {}{}\nfirst: {}{}",
+        stdout(refused),
+        stderr(refused),
+        stdout(&first),
+        stderr(&first)
+    );
+    assert_eq!(code(refused), 2, "{said}");
+    assert!(
+        stderr(refused)
+            .contains("error: cannot write the trace to t.hrxt: another recorder is writing it"),
+        "{said}"
+    );
+    assert!(
+        stderr(refused).contains(&format!(
+            "`hrx-trace record` (pid {first_pid}) records into it"
+        )),
+        "{said}"
+    );
+    (first, said)
+}
+
 /// returned once `closed` exists.
 fn recording_held_at_go(dir: &Path, then: &str) -> std::process::Child {
     let child = hrx_trace(dir)
