@@ -320,11 +320,9 @@ fn claim_path(key: &Path) -> PathBuf {
     if 1 + trace.len() + ".claim".len() <= NAME_MAX_BYTES {
         name.extend_from_slice(trace);
     } else {
-        // FNV-1a, 64 bits: the same name in every build of hrx-trace (std's hasher may
-        // change between Rust releases, and two `record`s must agree).
-        let hash = trace.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        });
+        // xxh3, as the trace's checksums: the same name in every build of hrx-trace (std's
+        // hasher may change between Rust releases, and two `record`s must agree).
+        let hash = xxhash_rust::xxh3::xxh3_64(trace);
         let suffix = format!("-{hash:016x}.claim");
         let mut keep = NAME_MAX_BYTES - 1 - suffix.len();
         // Not in the middle of a UTF-8 character where the name is UTF-8.
