@@ -216,6 +216,15 @@ impl Graph {
                 Some(*total)
             }))
             .collect();
+        let mut dependents = Vec::new();
+        if regions.len() >= super::scheduler::TRACKED_REGIONS {
+            dependents = vec![Vec::new(); regions.len()];
+            for (index, region) in regions.iter().enumerate() {
+                for &d in &region.dependencies {
+                    dependents[d].push(index as u32);
+                }
+            }
+        }
         let prepared = Arc::new(Prepared {
             id: self.id,
             quarantined: AtomicBool::new(false),
@@ -228,6 +237,7 @@ impl Graph {
             parallel,
             regions,
             operations_before,
+            dependents,
             uses,
             snapshot: if context.tracer.on() {
                 super::submit::SnapshotUses::of(self.entries.iter().map(|e| &e.uses[..]))

@@ -56,6 +56,10 @@ pub(crate) struct Prepared {
     /// `regions` (the last the graph's total): a claimed region's first operation's number
     /// without a sum over the regions before it (quadratic in a graph of 100,000 regions).
     pub operations_before: Vec<u64>,
+    /// Per region, the regions that depend on it (once per entry of their
+    /// `Region::dependencies`), for a graph of at least [`super::scheduler::TRACKED_REGIONS`]
+    /// regions; empty for a smaller one.
+    pub dependents: Vec<Vec<u32>>,
     pub uses: Vec<Use>,
     /// Whether each slot's submission is still in flight.
     /// Read and written only under the scheduler lock (atomics only to be shared).

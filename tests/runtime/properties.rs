@@ -215,7 +215,7 @@ proptest! {
     #[test]
     fn concurrent_submissions_match_sequential_execution(
         initial in proptest::collection::vec(proptest::collection::vec(any::<u8>(), LEN), BUFFERS),
-        graphs in proptest::collection::vec((proptest::collection::vec(op(), 1..6), 1..4usize), 2..5),
+        graphs in proptest::collection::vec((proptest::collection::vec(op(), 1..16), 1..4usize), 2..5),
     ) {
         let rt = Runtime::new(RuntimeOptions::sim().graph_slots(4)).unwrap();
         let buffers: Vec<_> = initial.iter().map(|bytes| {

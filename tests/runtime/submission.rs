@@ -683,3 +683,65 @@ fn the_submission_counter_counts_accepted_submits_only() {
         accepted.load(std::sync::atomic::Ordering::Relaxed)
     );
 }
+
+/// A graph of 24 regions (more than the scheduler looks through whole: it keeps each such
+/// submission's regions whose dependencies are done, per queue), fills on the Compute lane
+/// alternating with uploads on the Upload lane over four pieces of one buffer, so that regions
+/// of the two lanes run side by side and each waits only for the last writer of its piece.
+/// Submitted three times without waiting between (later submissions wait across), then twice
+/// on a runtime whose seventh operation fails: every successful submission leaves the bytes a
+/// sequential run leaves, the failed one's later regions are cancelled, the next one runs.
+#[test]
+fn a_graph_of_many_regions_runs_in_hazard_order_across_submissions() {
+    const PIECE: usize = 16;
+    const PIECES: usize = 4;
+    const REGIONS: usize = 24;
+    let staged: Vec<u8> = (0..PIECE * PIECES).map(|i| 100 + i as u8).collect();
+    let mut expected = vec![0u8; PIECE * PIECES];
+    for region in 0..REGIONS {
+        let range = (region % PIECES) * PIECE..(region % PIECES + 1) * PIECE;
+        if region % 2 == 0 {
+            expected[range].fill(region as u8);
+        } else {
+            expected[range.clone()].copy_from_slice(&staged[range]);
+        }
+    }
+    let run = |rt: &Runtime, failing: bool| {
+        let device = rt.buffer(PIECE * PIECES, Placement::GpuLocal).unwrap();
+        let staging = rt.buffer(PIECE * PIECES, Placement::HostVisible).unwrap();
+        staging.write(0, &staged).unwrap();
+        let mut graph = rt.graph();
+        for region in 0..REGIONS {
+            let range = (region % PIECES) * PIECE..(region % PIECES + 1) * PIECE;
+            if region % 2 == 0 {
+                graph
+                    .fill(device.view(range).unwrap(), region as u8)
+                    .unwrap();
+            } else {
+                let (to, from) = (device.view(range.clone()), staging.view(range));
+                graph.copy(to.unwrap(), from.unwrap()).unwrap();
+            }
+        }
+        let executable = graph.prepare().unwrap();
+        assert_eq!(executable.regions(), REGIONS);
+        let completions: Vec<_> = (0..if failing { 2 } else { 3 })
+            .map(|_| executable.submit().unwrap())
+            .collect();
+        let outcomes: Vec<_> = completions.into_iter().map(|c| c.wait()).collect();
+        (device.to_vec().unwrap(), outcomes, rt.counters())
+    };
+    let options = || RuntimeOptions::sim().graph_slots(3);
+    let (bytes, outcomes, _) = run(&Runtime::new(options()).unwrap(), false);
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    assert_eq!(bytes, expected);
+
+    let faulty = options().fault("op=7:kernel-error".parse().unwrap());
+    let (bytes, outcomes, counters) = run(&Runtime::new(faulty).unwrap(), true);
+    let error = outcomes[0].as_ref().unwrap_err().to_string();
+    assert!(error.contains("injected fault op=7"), "{error}");
+    assert!(outcomes[1].is_ok(), "{:?}", outcomes[1]);
+    assert_eq!(bytes, expected, "the second submission ran whole");
+    // The first submission's uploads after its failure never ran: 12 uploads a whole run.
+    let uploads = counters.lane_copy_bytes[0] as usize / PIECE;
+    assert!(uploads < 2 * REGIONS / 2, "{uploads} uploads ran");
+}
