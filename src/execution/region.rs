@@ -9,7 +9,8 @@
 //! - any error of a copy batch marks its lane's cached copy stream unhealthy, and later
 //!   copy regions on that lane answer `DeviceLost` ("copy stream is quarantined", the seed's
 //!   words): after a failed batch nobody knows what is still queued on, or half done by, the
-//!   shared stream;
+//!   shared stream. That answer is a refusal before any copy, as a poisoned input's is
+//!   ([`Region::check_inputs`]): it quarantines no graph and poisons nothing;
 //! - any error a scoped native callback returns is an uncertain failure
 //!   ([`Region::uncertain`]): the runtime cannot see into the callback's private streams, so
 //!   its graph is quarantined and what its bindings write is poisoned. The error itself is
@@ -181,12 +182,31 @@ impl Region {
         self.kind == RegionKind::Scoped || error.is_device_loss()
     }
 
-    /// Fails with `DeviceLost` when an input is poisoned; nothing ran.
+    /// Fails with `DeviceLost` when an input is poisoned, or when the region is a copy batch
+    /// and its lane's copy stream was marked unhealthy; nothing ran. Both are the seed's
+    /// refusals before any native work (`Operation::run` answers them before it issues a
+    /// copy), so the scheduler takes them as refusals, not native failures: they quarantine
+    /// no graph and poison nothing. Taken as a native failure, the unhealthy stream's refusal
+    /// poisoned the destinations of every later copy graph on the lane, bytes it never
+    /// touched (the seed audit of session 58).
     pub fn check_inputs(&self) -> Result<()> {
         for use_ in &self.uses {
             use_.view.buffer().storage.poisoned()?;
         }
+        if let Backend::Copies(stream, _) = &self.backend {
+            Self::healthy(&lock(stream), self.lane)?;
+        }
         Ok(())
+    }
+
+    /// `DeviceLost` ("copy stream is quarantined", the seed's words) for an unhealthy stream.
+    fn healthy(stream: &CopyStream, lane: GpuLane) -> Result<()> {
+        if stream.healthy {
+            return Ok(());
+        }
+        Err(Error::DeviceLost(format!(
+            "{lane:?} copy stream is quarantined: it was marked unhealthy after an earlier failure"
+        )))
     }
 
     /// Runs the region's native work to completion on the calling worker.
@@ -204,12 +224,9 @@ impl Region {
         match &self.backend {
             Backend::Copies(stream, copies) => {
                 let mut stream = lock(stream);
-                if !stream.healthy {
-                    return Err(Error::DeviceLost(format!(
-                        "{:?} copy stream is quarantined: it was marked unhealthy after an earlier failure",
-                        self.lane
-                    )));
-                }
+                // Checked by `check_inputs` too; a queue runs one region at a time, so only a
+                // caller that skipped that check finds it unhealthy here.
+                Self::healthy(&stream, self.lane)?;
                 let result = (|| {
                     for (dst, src) in copies {
                         stream.stream.copy(&dst.gpu()?, &src.gpu()?)?;

@@ -230,14 +230,26 @@ fn a_failed_copy_marks_the_copy_stream_unhealthy() {
         graph.copy(dst.whole(), host.whole()).unwrap();
         graph.prepare().unwrap()
     };
+    other.write(0, &[0xab; 8]).unwrap();
     let (first, second) = (upload(&device), upload(&other));
     assert!(first.submit().unwrap().wait().unwrap_err().is_device_loss());
+    assert!(first.quarantined() && device.poisoned().is_some());
     let error = second.submit().unwrap().wait().unwrap_err();
     assert!(
         error.to_string().contains("copy stream is quarantined"),
         "{error}"
     );
     assert_eq!(rt.counters().copy_streams_created, 1);
+    // The unhealthy stream refused before any copy: the second graph is not quarantined and
+    // its destination keeps its bytes, readable (they were poisoned, for good).
+    assert!(!second.quarantined(), "a refusal quarantines nothing");
+    assert_eq!(other.poisoned(), None);
+    assert_eq!(other.to_vec().unwrap(), [0xab; 8]);
+    // A fill of it on the Compute lane runs.
+    let mut fill = rt.graph();
+    fill.fill(other.whole(), 7).unwrap();
+    fill.prepare().unwrap().submit().unwrap().wait().unwrap();
+    assert_eq!(other.to_vec().unwrap(), [7; 8]);
 }
 
 #[test]

@@ -223,6 +223,10 @@ fn any_failed_copy_batch_marks_its_lanes_copy_stream_unhealthy() {
         later.to_string().contains("copy stream is quarantined"),
         "{later}"
     );
+    assert!(
+        !second.quarantined() && other.poisoned().is_none(),
+        "the refusal came before any copy: nothing to quarantine or poison"
+    );
     // Other lanes are unaffected: a download still runs.
     let mut download = rt.graph();
     download.copy(host.whole(), device.whole()).unwrap();
