@@ -182,6 +182,22 @@ impl Region {
         self.kind == RegionKind::Scoped || error.is_device_loss()
     }
 
+    /// For a scoped native callback, what must outlive its uncertain failure: the callback
+    /// (with the private resources it captured) and its bindings' buffers, boxed for
+    /// [`super::shared::RuntimeOwner::keep_quarantined`]. The seed: "captured resources and
+    /// bindings are then quarantined together, preserving native lifetimes"; the runtime
+    /// cannot see whether work the callback queued on its private streams still runs, so
+    /// freeing them when the program drops the graph and its buffers could free memory a
+    /// device still writes. `None` for any other region.
+    pub fn quarantined_resources(&self) -> Option<Box<dyn std::any::Any + Send>> {
+        match &self.backend {
+            Backend::Scoped(callback, bindings) => {
+                Some(Box::new((callback.clone(), bindings.clone())))
+            }
+            _ => None,
+        }
+    }
+
     /// Fails with `DeviceLost` when an input is poisoned, or when the region is a copy batch
     /// and its lane's copy stream was marked unhealthy; nothing ran. Both are the seed's
     /// refusals before any native work (`Operation::run` answers them before it issues a

@@ -902,6 +902,9 @@ impl Scheduler {
                         "poisoned by submission {submission} region {region} (graph {}): {error}",
                         prepared.id
                     );
+                    if let Some(resources) = prepared.regions[region].quarantined_resources() {
+                        prepared.runtime.keep_quarantined(resources);
+                    }
                     if !prepared.quarantined.swap(true, Ordering::AcqRel) {
                         super::record::quarantine(
                             prepared.tracer(),

@@ -222,6 +222,12 @@ pub(crate) struct RuntimeOwner {
     core: Arc<Core>,
     copy_streams: [Mutex<Option<Arc<Mutex<CopyStream>>>>; 3],
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// What failed scoped callbacks left ([`super::region::Region::quarantined_resources`]),
+    /// held until the runtime is dropped, after its workers stopped. A callback that captured
+    /// a clone of its own runtime keeps that runtime alive with it (a cycle): its resources
+    /// then live until the process exits, which the seed's "preserving native lifetimes"
+    /// allows and a use after free does not.
+    quarantined: Mutex<Vec<Box<dyn std::any::Any + Send>>>,
 }
 
 /// Test hooks, read on the thread that starts a runtime.
@@ -249,6 +255,7 @@ impl RuntimeOwner {
             context,
             copy_streams: Default::default(),
             workers: Mutex::new(Vec::new()),
+            quarantined: Mutex::new(Vec::new()),
         });
         for queue in Queue::ALL {
             #[cfg(test)]
@@ -276,6 +283,11 @@ impl RuntimeOwner {
     /// The scheduler's shared state.
     pub fn core(&self) -> &Arc<Core> {
         &self.core
+    }
+
+    /// Holds what a failed scoped callback left until the runtime is dropped.
+    pub fn keep_quarantined(&self, resources: Box<dyn std::any::Any + Send>) {
+        lock(&self.quarantined).push(resources);
     }
 
     /// The cached copy stream of `lane`, created on first use.

@@ -252,6 +252,88 @@ fn a_failed_copy_marks_the_copy_stream_unhealthy() {
     assert_eq!(other.to_vec().unwrap(), [7; 8]);
 }
 
+/// The seed's `gpu_scoped`: "On an uncertain failure return an error; captured resources and
+/// bindings are then quarantined together, preserving native lifetimes". The callback (with
+/// what it captured) and its bound buffers outlive the program's graph and buffer handles,
+/// until the runtime is dropped: work the callback queued on its own streams may still
+/// write them.
+#[test]
+fn a_failed_scoped_callbacks_captures_and_bindings_live_until_the_runtime_is_dropped() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let buffer = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let guard = Guard(dropped.clone());
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        graph
+            .gpu_scoped(
+                &[GpuAccess::new(buffer.whole(), Access::Write)],
+                move |_| {
+                    let _held = &guard;
+                    Err(Error::DeviceLost("private stream failed".into()))
+                },
+            )
+            .unwrap();
+    }
+    let executable = graph.prepare().unwrap();
+    let error = executable.submit().unwrap().wait().unwrap_err();
+    assert!(error.is_device_loss(), "{error}");
+    assert!(executable.quarantined());
+    drop((executable, buffer));
+    assert!(
+        !dropped.load(Ordering::SeqCst),
+        "the failed callback's captures were freed with the program's handles"
+    );
+    drop(rt);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the runtime's drop releases them"
+    );
+}
+
+/// A scoped callback that succeeds is dropped with its graph, as before.
+#[test]
+fn a_succeeding_scoped_callback_is_dropped_with_its_graph() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let buffer = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let guard = Guard(dropped.clone());
+    let mut graph = rt.graph();
+    // SAFETY: the callback touches no memory.
+    unsafe {
+        graph
+            .gpu_scoped(
+                &[GpuAccess::new(buffer.whole(), Access::Write)],
+                move |_| {
+                    let _held = &guard;
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    let executable = graph.prepare().unwrap();
+    executable.submit().unwrap().wait().unwrap();
+    drop(executable);
+    assert!(dropped.load(Ordering::SeqCst));
+}
+
 #[test]
 fn a_panicking_callback_is_an_uncertain_failure_not_a_dead_worker() {
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
