@@ -248,8 +248,17 @@ pub fn align(base: &Profile, new: &mut Profile) -> u64 {
 /// they computed, their pairing is by order, and [`Aligned::in_order`] names them.
 /// Where the shapes differ (another program), ranks stay by id, so a graph built
 /// differently reads as relabelled regions.
+///
+/// Two traces of one recording (a trim, a capture range or a cut-short copy against the
+/// whole: the same host, process and session start) hold the same prepares under the same
+/// ids, so id order pairs them exactly and nothing is moved or said: their fingerprints, of
+/// different submissions, matched nothing, and a trim of the single-threaded pipeline was
+/// warned of as "paired in the order they were prepared" (a break-it pass, session 58).
 pub fn align_graphs(base: &Profile, new: &mut Profile) -> Aligned {
     type Graph = (u64, Signature, Fingerprint);
+    if one_recording(base, new) {
+        return Aligned::default();
+    }
     let by_runtime = |p: &Profile| {
         let mut out: BTreeMap<u32, Vec<Graph>> = BTreeMap::new();
         for (&(runtime, rank), &sig) in &p.graphs {
@@ -357,6 +366,18 @@ pub fn align_graphs(base: &Profile, new: &mut Profile) -> Aligned {
     }
     new.shape = places.shape();
     aligned
+}
+
+/// Whether `a` and `b` are traces of one recording: the same session start (host, process,
+/// wall clock and monotonic base), as a trim or a capture range keeps it.
+fn one_recording(a: &Profile, b: &Profile) -> bool {
+    match (&a.session, &b.session) {
+        (Some(a), Some(b)) => {
+            (&a.host, a.pid, a.wall_clock_utc, a.monotonic_base_ns)
+                == (&b.host, b.pid, b.wall_clock_utc, b.monotonic_base_ns)
+        }
+        _ => false,
+    }
 }
 
 /// Whether two of `graphs` at `of` differ in their [`Fingerprint`]s.
