@@ -328,7 +328,7 @@ impl StatsTail {
         // As long as it is now, as `TraceReader::open` reads: a writer faster than this read
         // would keep it from ending.
         let len = file.metadata().map_err(reopen)?.len();
-        let reader = TraceReader::new(file.try_clone().map_err(reopen)?.take(len))?;
+        let reader = TraceReader::new(file.try_clone().map_err(reopen)?.take(len))?.growing();
         let header_len = u64::from(reader.header().header_len);
         let header = read_at(&file, 0, header_len).map_err(reopen)?;
         let first_block = read_at(&file, header_len, BLOCK_HEADER_LEN).map_err(reopen)?;
@@ -386,7 +386,7 @@ impl StatsTail {
         };
         let mut file = self.file.try_clone().map_err(reopen)?;
         file.seek(SeekFrom::Start(self.resume_at)).map_err(reopen)?;
-        let reader = TraceReader::new(Cursor::new(self.header.clone()).chain(file))?;
+        let reader = TraceReader::new(Cursor::new(self.header.clone()).chain(file))?.growing();
         let before = self.recovery.records;
         // Offsets in the stream are the header, then the file from `resume_at`.
         self.take(reader, self.resume_at, budget)?;

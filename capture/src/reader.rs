@@ -126,6 +126,9 @@ pub fn wait_for_trace<T, E>(
 ) -> Result<T, WaitError<E>> {
     let deadline = std::time::Instant::now() + wait;
     let mut said = false;
+    // A short file that nobody writes (a cut copy, a recorder killed in its first write)
+    // fails once that is clear, about a second, not after the whole wait (a break-it pass).
+    let mut watch = crate::watch::WriterWatch::default();
     loop {
         let error = match open(path) {
             Ok(opened) => return Ok(opened),
@@ -136,10 +139,11 @@ pub fn wait_for_trace<T, E>(
         let starting = std::fs::metadata(path).map_or(true, |m| {
             m.is_file() && m.len() < (FILE_HEADER_LEN + BLOCK_HEADER_LEN) as u64
         });
-        if !starting || std::time::Instant::now() >= deadline {
+        let abandoned = starting && watch.ended(path);
+        if !starting || abandoned || std::time::Instant::now() >= deadline {
             return Err(WaitError {
                 error,
-                gave_up_after: (said && starting).then_some(wait),
+                gave_up_after: (said && starting && !abandoned).then_some(wait),
             });
         }
         if !said {
@@ -942,6 +946,10 @@ impl Recovery {
     }
 }
 
+/// Why a trace cut after its session's end has no footer ([`WarningKind::BadFooter`]).
+const FOOTER_MISSING: &str =
+    "missing: the file ends after the session's end record, cut short after its recorder closed it";
+
 /// Parses the file header from the first bytes of a file (`bytes` may be shorter than the
 /// header, for a truncated file).
 pub(crate) fn parse_header(
@@ -1175,6 +1183,12 @@ pub struct TraceReader<R> {
     /// Session starts read, and the block of the second.
     sessions: u64,
     second_session: u64,
+    /// Whether the last record read is a session's end ([`Record::SessionEnd`]): a file cut
+    /// after it, its footer gone, was closed by its recorder
+    /// ([`TraceReader::ended_without_footer`]).
+    session_ended: bool,
+    /// The input may still grow ([`TraceReader::growing`]): its end is not the file's.
+    growing: bool,
     /// [`TraceReader::before_block`]: the counts and the number of warnings before the
     /// records block or footer read last.
     before_block: (Recovery, usize),
@@ -1263,6 +1277,13 @@ impl TraceReader<File> {
 }
 
 impl<R: Read> TraceReader<R> {
+    /// Marks the input as one that may still grow (a follower's read of what a recorder
+    /// appended): its end after a session's end is a footer not written yet, not a cut.
+    pub fn growing(mut self) -> Self {
+        self.growing = true;
+        self
+    }
+
     /// Reads and checks the file header.
     ///
     /// # Errors
@@ -1291,6 +1312,8 @@ impl<R: Read> TraceReader<R> {
             first_newer: None,
             sessions: 0,
             second_session: 0,
+            session_ended: false,
+            growing: false,
             before_block: (Recovery::default(), 0),
             previous: None,
             last_block: (0, Vec::new()),
@@ -1432,6 +1455,23 @@ impl<R: Read> TraceReader<R> {
         self.recovery.bytes_discarded += bytes;
         self.warn(self.offset - bytes, WarningKind::TruncatedTail { bytes });
         self.done = true;
+    }
+
+    /// At the input's end without a footer: where the last session's end was read, its
+    /// recorder closed the trace and only the file's end is missing (a copy cut short, a
+    /// disk that filled as the footer was written): `closed`, its end damaged, said in a
+    /// [`WarningKind::BadFooter`]. It read "never closed (killed or crashed)" where the
+    /// trailer alone cut read "closed, but its end is damaged" (a break-it pass, session 58).
+    /// Not where another trace was found joined on (its end is the cut's).
+    fn ended_without_footer(&mut self) {
+        let joined =
+            (self.warnings.iter()).any(|w| matches!(w.kind, WarningKind::AnotherTrace { .. }));
+        if self.session_ended && !self.recovery.closed && !self.growing && !joined {
+            self.session_ended = false;
+            self.recovery.closed = true;
+            let reason = FOOTER_MISSING.to_owned();
+            self.warn(self.offset, WarningKind::BadFooter { reason });
+        }
     }
 
     /// Reads the next block (a records block becomes `block`); sets `done` at the end of
@@ -1842,6 +1882,8 @@ impl<R: Read> TraceReader<R> {
                 Some(Ok(record)) => {
                     self.recovery.records += 1;
                     self.recovery.observe(&record);
+                    // The recorder writes nothing after a session's end but the footer.
+                    self.session_ended = matches!(record, Record::SessionEnd(_));
                     if let Record::SessionStart(_) = record {
                         self.sessions += 1;
                         if self.sessions == 2 {
@@ -2394,6 +2436,7 @@ impl<R: Read> Iterator for TraceReader<R> {
                 return Some(Ok(item));
             }
             if self.done {
+                self.ended_without_footer();
                 self.check_submissions();
                 self.say_the_whole_file();
                 return None;
@@ -2611,9 +2654,35 @@ impl MappedTrace {
                 if let Some(i) = footer.filter(|_| joined) {
                     trace.warnings.remove(i);
                 }
+                if !joined {
+                    trace.ended_without_footer();
+                }
             }
         }
         Ok(trace)
+    }
+
+    /// Without a footer: where the last record of the last records block is a session's end
+    /// ([`Record::SessionEnd`]), the recorder closed the
+    /// trace and only the file's end is missing, as [`TraceReader`] says it (its
+    /// `ended_without_footer`): `closed`, with a [`WarningKind::BadFooter`].
+    fn ended_without_footer(&mut self) {
+        if self.closed {
+            return;
+        }
+        let last = (self.blocks.iter()).rposition(|b| b.header.kind == BlockKind::RECORDS);
+        let Some(records) = last.and_then(|i| self.read_block(i).ok()) else {
+            return;
+        };
+        if matches!(records.records.last(), Some(Record::SessionEnd(_))) {
+            self.closed = true;
+            let reason = FOOTER_MISSING.to_owned();
+            let offset = self.bytes().len() as u64;
+            self.warnings.push(Warning {
+                offset,
+                kind: WarningKind::BadFooter { reason },
+            });
+        }
     }
 
     /// The whole file.
@@ -3485,6 +3554,14 @@ mod tests {
         let mut header = bytes.clone();
         header[footer_at + 5] ^= 0xff;
         cases.push(("damaged footer header", header, "block header is damaged"));
+        // Cut after the session's end: the footer and trailer gone whole (a copy cut short),
+        // or part of the footer left (break-it, session 58: "never closed ... killed or
+        // crashed").
+        cases.push((
+            "footer and trailer cut",
+            bytes[..footer_at].to_vec(),
+            "the file ends after the session's end record",
+        ));
         for (what, file, says) in cases {
             let trace = Trace::from_bytes(&file).unwrap();
             assert_eq!(trace.records, records, "{what}");
@@ -3510,7 +3587,15 @@ mod tests {
         let r = Trace::from_bytes(&bytes).unwrap().recovery;
         assert!(r.closed && r.clean_close && r.is_complete());
         assert_eq!(r.end(), "closed cleanly");
-        let cut = Trace::from_bytes(&bytes[..footer_at]).unwrap().recovery;
+        // Cut before its last records block: not closed.
+        let last_records = (MappedTrace::from_vec(bytes.clone())
+            .unwrap()
+            .blocks()
+            .iter())
+        .rfind(|b| b.header.kind == BlockKind::RECORDS)
+        .unwrap()
+        .offset as usize;
+        let cut = Trace::from_bytes(&bytes[..last_records]).unwrap().recovery;
         assert!(!cut.closed && !cut.clean_close);
         assert_eq!(cut.end(), "not closed cleanly");
     }

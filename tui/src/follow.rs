@@ -146,7 +146,7 @@ impl TraceTail {
             path: path.to_owned(),
             source,
         };
-        let reader = TraceReader::open(path).map_err(read_error)?;
+        let reader = TraceReader::open(path).map_err(read_error)?.growing();
         let header_len = u64::from(reader.header().header_len);
         let mut header = Vec::new();
         let mut first_block = Vec::new();
@@ -229,10 +229,12 @@ impl TraceTail {
         file.seek(SeekFrom::Start(self.resume_at))
             .map_err(io_error)?;
         let src = Cursor::new(self.header.clone()).chain(file);
-        let reader = TraceReader::new(src).map_err(|source| TuiError::Read {
-            path: self.path.clone(),
-            source,
-        })?;
+        let reader = TraceReader::new(src)
+            .map_err(|source| TuiError::Read {
+                path: self.path.clone(),
+                source,
+            })?
+            .growing();
         // Offsets in `src` are the header, then the file from `resume_at`.
         let origin = self.resume_at;
         let before = self.recovery.records;
