@@ -533,9 +533,8 @@ impl<W: Write> Write for Written<W> {
 }
 
 /// Refuses an output that is a directory, or an existing non-empty file that is not an
-/// earlier export in `format` (Chrome JSON starts `{"traceEvents":`, a Perfetto trace with
-/// its first packet's tag, 0x0a): `-o` naming a trace, a photograph or a README by mistake
-/// must not destroy it.
+/// earlier export in `format` ([`begins_as_export`]): `-o` naming a trace, a photograph or a
+/// README by mistake must not destroy it.
 fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Failure> {
     crate::record::refuse_special(path, "export")?;
     if path.is_dir() {
@@ -546,13 +545,30 @@ fn check_output(path: &std::path::Path, format: OutputFormat) -> Result<(), Fail
         .hint("give -o a file name, e.g. -o trace.json"));
     }
     crate::record::require_directory(path, "the export")?;
-    const CHROME: &[u8] = b"{\"traceEvents\"";
     let what = format!("a {} export", format.name());
-    crate::record::refuse_overwrite(path, &what, |head| match format {
-        OutputFormat::Perfetto => head.first() == Some(&0x0a),
-        _ => head.starts_with(CHROME) || CHROME.starts_with(head),
-    })?;
+    crate::record::refuse_overwrite(path, &what, |head| begins_as_export(head, format))?;
     crate::record::refuse_unwritable(path, "the export")
+}
+
+/// Whether a file beginning with `head` (its first bytes, up to 32) begins as this exporter
+/// writes `format`: Chrome JSON with `{"traceEvents":[` and a newline; Perfetto with a
+/// `TracePacket` (field 1, tag 0x0a) whose first field is its timestamp (8, tag 0x40) or its
+/// trusted sequence id (10, tag 0x50). Looser tests overwrote files of other programs: any
+/// file whose first byte is a newline (0x0a) as a Perfetto export (a notes file, a
+/// TensorFlow `model.pb`, whose first message starts 0x0a too), and any Chrome trace of
+/// another profiler, or a file holding `{`, as a Chrome one (a break-it pass, session 58).
+fn begins_as_export(head: &[u8], format: OutputFormat) -> bool {
+    match format {
+        OutputFormat::Perfetto => {
+            let Some(rest) = head.strip_prefix(&[0x0a]) else {
+                return false;
+            };
+            // The packet's length, a varint of up to five bytes, then its first field's tag.
+            let length = rest.iter().take(5).take_while(|&&b| b & 0x80 != 0).count() + 1;
+            matches!(rest.get(length), Some(0x40 | 0x50)) && length <= 5
+        }
+        _ => head.starts_with(b"{\"traceEvents\":[\n"),
+    }
 }
 
 /// `export --format parquet -o DIR`: the tables of every trace into `DIR` (created when
@@ -791,6 +807,7 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
         total.native_graph_slices += exported.counts.native_graph_slices;
         total.instants += exported.counts.instants;
         total.recorder_instants += exported.counts.recorder_instants;
+        total.running_rows += exported.counts.running_rows;
     }
     no_operation_times(&total);
     // `-q`: as the other formats (it printed the summary all the same: a break-it pass).
@@ -800,15 +817,24 @@ fn parquet(args: &ExportArgs, sessions: Vec<TraceSession>) -> anyhow::Result<Exi
         // `view` lists as events and the recorder's marks (it said "27 event rows" where
         // Perfetto's said "0 events (as view lists them), 27 recorder marks": a fresh user's
         // pass).
+        // A region still running at the end is a slice there, an `events` row here.
+        let running = match total.running_rows {
+            0 => String::new(),
+            1 => "1 region running at end, ".to_owned(),
+            n => format!("{n} regions running at end, "),
+        };
         writeln!(
             out,
-            "{}: {} tables, {}, {} of {}, {}: {} (as view lists them), {}{} (parquet)",
+            "{}: {} tables, {}, {} of {}, {}: {} (as view lists them), {running}{}{} (parquet)",
             dir.shown(),
             ours.len() - 1, // the marker is no table
             plural(total.slices, "region row"),
             plural(total.operation_slices, "operation timing row"),
             plural(args.files.len() as u64, "trace"),
-            plural(total.instants + total.recorder_instants, "event row"),
+            plural(
+                total.instants + total.recorder_instants + total.running_rows,
+                "event row"
+            ),
             plural(total.instants, "event"),
             plural(total.recorder_instants, "recorder mark"),
             marks(&exported),

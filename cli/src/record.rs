@@ -1047,7 +1047,7 @@ pub fn refuse_overwrite(
     if !path.is_file() {
         return Ok(());
     }
-    let mut head = [0u8; 15];
+    let mut head = [0u8; 32];
     let read = file.read(&mut head).unwrap_or(0);
     if read > 0 && !ours(&head[..read]) {
         let is = if head[..read].starts_with(&hrx_capture::format::MAGIC) {

@@ -498,9 +498,44 @@ fn export_never_overwrites_a_file_that_is_not_an_export() {
     record_hazards(dir.path(), "h.hrxt");
     let notes = dir.path().join("notes.md");
     std::fs::write(&notes, "# my notes\n").unwrap();
+    // Files of other programs that began as an export's first bytes do (a break-it pass):
+    // a text starting with a blank line, a protobuf whose first field is a message (a
+    // TensorFlow `model.pb`), another profiler's Chrome trace, a lone `{`.
+    let others: [(&str, &[u8]); 4] = [
+        ("blank.txt", b"\n# my notes\nimportant text\n"),
+        ("model.pb", b"\n\x07\n\x05input"),
+        (
+            "torch.json",
+            br#"{"traceEvents":[{"ph":"X","name":"op","pid":1,"tid":1,"ts":0,"dur":5}]}"#,
+        ),
+        ("brace.json", b"{"),
+    ];
+    for (name, bytes) in others {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
     let trace = std::fs::read(dir.path().join("h.hrxt")).unwrap();
     for (target, format, is) in [
         ("notes.md", "chrome", "it exists and is not a chrome export"),
+        (
+            "blank.txt",
+            "perfetto",
+            "it exists and is not a perfetto export",
+        ),
+        (
+            "model.pb",
+            "perfetto",
+            "it exists and is not a perfetto export",
+        ),
+        (
+            "torch.json",
+            "chrome",
+            "it exists and is not a chrome export",
+        ),
+        (
+            "brace.json",
+            "chrome",
+            "it exists and is not a chrome export",
+        ),
         (
             "h.hrxt",
             "perfetto",
@@ -519,6 +554,13 @@ fn export_never_overwrites_a_file_that_is_not_an_export() {
         assert_error(&out, &format!("refusing to overwrite {target}: {is}"));
     }
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "# my notes\n");
+    for (name, bytes) in others {
+        assert_eq!(
+            std::fs::read(dir.path().join(name)).unwrap(),
+            bytes,
+            "{name}"
+        );
+    }
     assert_eq!(std::fs::read(dir.path().join("h.hrxt")).unwrap(), trace);
     for format in ["chrome", "perfetto"] {
         let target = format!("h.{format}");
