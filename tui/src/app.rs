@@ -175,11 +175,17 @@ fn full_frame(model: &Model, width: u16, height: u16, ascii: bool, held: bool) -
     crate::render_to_string(model, &state, width, height)
 }
 
-/// `WIDTHxHEIGHT` as two non-zero sizes.
+/// The most cells a headless frame may have: a terminal's size many times over (a 4K
+/// screen of 6-pixel cells is about 640x270). Each cell costs ratatui's buffer and the text
+/// about 150 bytes: `65535x65535` passed as two `u16`s and the process aborted allocating
+/// 206 GB (a break-it pass, session 58).
+const MAX_HEADLESS_CELLS: u32 = 1_000_000;
+
+/// `WIDTHxHEIGHT` as two non-zero sizes of at most [`MAX_HEADLESS_CELLS`] cells.
 fn parse_size(text: &str) -> Option<(u16, u16)> {
     let (w, h) = text.split_once('x')?;
-    let (w, h) = (w.parse().ok()?, h.parse().ok()?);
-    (w > 0 && h > 0).then_some((w, h))
+    let (w, h): (u16, u16) = (w.parse().ok()?, h.parse().ok()?);
+    (w > 0 && h > 0 && u32::from(w) * u32::from(h) <= MAX_HEADLESS_CELLS).then_some((w, h))
 }
 
 /// Opens the trace at `path` and runs the viewer until the user quits (or, with
@@ -225,7 +231,8 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         // A bad value is the variable's error, not the terminal's (no `terminal:` before it).
         let (width, height) = parse_size(&size).ok_or_else(|| {
             TuiError::Variable(format!(
-                "{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, got {size:?}"
+                "{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, of at most \
+                 {MAX_HEADLESS_CELLS} cells, got {size:?}"
             ))
         })?;
         // Asked before the read, as every reading verb asks.
@@ -1156,6 +1163,9 @@ mod tests {
         assert!(frame.contains("GPU Compute"), "{frame}");
         assert_eq!(parse_size("80x24"), Some((80, 24)));
         assert_eq!(parse_size("80x0"), None);
+        assert_eq!(parse_size("1000x1000"), Some((1000, 1000)));
+        assert_eq!(parse_size("1000x1001"), None);
+        assert_eq!(parse_size("65535x65535"), None);
         assert_eq!(parse_size("wide"), None);
         assert!(first_frame(&dir.path().join("missing"), 80, 24, false).is_err());
         // HRX_TUI_ASCII=1: ASCII only, borders and all (only the timeline's symbols were).

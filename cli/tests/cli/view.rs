@@ -553,17 +553,23 @@ fn the_ascii_switch_draws_ascii_only_and_takes_0_or_1() {
 fn a_bad_headless_frame_is_named_without_terminal() {
     let dir = tempfile::tempdir().unwrap();
     record_hazards(dir.path(), "h.hrxt");
-    let output = hrx_trace(dir.path())
-        .args(["view", "h.hrxt"])
-        .env("HRX_VIEW_CACHE", "off")
-        .env("HRX_TUI_HEADLESS_FRAME", "5X3")
-        .output()
-        .unwrap();
-    assert_error(
-        &output,
-        "error: HRX_TUI_HEADLESS_FRAME: expected WIDTHxHEIGHT as 120x40, got \"5X3\"",
-    );
-    assert!(stdout(&output).is_empty());
+    // A frame too large to draw (65535x65535 aborted allocating 206 GB) is refused too.
+    for size in ["5X3", "65535x65535"] {
+        let output = hrx_trace(dir.path())
+            .args(["view", "h.hrxt"])
+            .env("HRX_VIEW_CACHE", "off")
+            .env("HRX_TUI_HEADLESS_FRAME", size)
+            .output()
+            .unwrap();
+        assert_error(
+            &output,
+            &format!(
+                "error: HRX_TUI_HEADLESS_FRAME: expected WIDTHxHEIGHT as 120x40, of at most \
+                 1000000 cells, got \"{size}\""
+            ),
+        );
+        assert!(stdout(&output).is_empty());
+    }
 }
 
 /// `HRX_TUI_HEADLESS_INDEX` (a benchmark's hook) reads as every `HRX_` switch: `1` on, `0` or
