@@ -252,6 +252,10 @@ pub struct ExportCounts {
     pub counter_tracks: usize,
     /// Counter samples on them.
     pub counter_samples: u64,
+    /// Parquet only: `events` rows of regions still running at the trace's end (`running at
+    /// end`, `running now`), which the other formats draw as slices (among `slices` there)
+    /// and `view` as spans: not among `instants`.
+    pub running_rows: u64,
 }
 
 /// One region's argument texts, computed once per prepared graph.

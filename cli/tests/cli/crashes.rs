@@ -689,6 +689,29 @@ fn followers_and_exports_end_a_crashed_trace_at_its_signal() {
     assert_eq!(fatal.len(), 1);
     assert_eq!(fatal[0]["args"]["signal"], "SIGSEGV");
     assert_eq!(fatal[0]["args"]["fault_address"], "0x10");
+    // Parquet's summary counts the running region's `events` row apart, in the other
+    // formats' words: 0 events as `view` lists them, as the Chrome export's says (it said
+    // "1 event": a break-it pass).
+    assert!(
+        stdout(&export).contains(", 0 events (as view lists them), "),
+        "{}",
+        stdout(&export)
+    );
+    #[cfg(feature = "parquet")]
+    {
+        let parquet = run(
+            dir.path(),
+            &["export", file, "--format", "parquet", "-o", "tables"],
+        );
+        assert_eq!(code(&parquet), 0, "{}", stderr(&parquet));
+        assert!(
+            stdout(&parquet).contains(
+                ": 0 events (as view lists them), 1 region running at end, 2 recorder marks"
+            ),
+            "{}",
+            stdout(&parquet)
+        );
+    }
 }
 
 /// `trim` of a crashed trace: the trim is closed (by `trim`) and keeps the signal's record,
