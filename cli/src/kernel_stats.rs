@@ -229,8 +229,10 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
-        // A live line is of a recording being written.
-        let report = report(path, &stats, &summary, true);
+        // A live line is of a recording being written, as far as a recorder holds the file:
+        // a cut or killed one was "being recorded now" until the watch concluded that nobody
+        // writes it (two probes a second apart; a break-it pass).
+        let report = report(path, &stats, &summary, tail.being_recorded());
         let unread = tail.unread_bytes();
         let mut out = crate::output::stdout();
         if args.json {

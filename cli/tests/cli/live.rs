@@ -526,3 +526,42 @@ fn stats_follow_gives_no_rate_before_two_counts() {
         assert!(line["live"]["records_per_s"].is_f64(), "{}", line["live"]);
     }
 }
+
+/// `stats --follow` of a trace nobody writes, cut short: no live line says it is being
+/// recorded (the first two did, until the follower concluded nobody writes it), and the final
+/// report says how it ended. A file of a few bytes nobody writes fails once that is clear,
+/// without waiting out the 30 s given a recorder's first write (a break-it pass).
+#[test]
+fn stats_follow_of_a_cut_trace_never_calls_it_being_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = small_block_recording(&dir.path().join("whole.hrxt"), 3_000);
+    std::fs::write(dir.path().join("cut.hrxt"), &bytes[..bytes.len() / 2]).unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["stats", "--follow", "--json", "cut.hrxt"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    let (last, live) = lines.split_last().expect("the final report");
+    for line in live {
+        let ended = line["ended"].as_str().unwrap_or_default();
+        assert!(!ended.contains("being recorded"), "{ended}");
+    }
+    assert_eq!(last["follow"]["ended"], hrx_capture::UNCLOSED_ENDING);
+
+    std::fs::write(dir.path().join("eight.hrxt"), &bytes[..8]).unwrap();
+    let out = hrx_trace(dir.path())
+        .args(["stats", "--follow", "eight.hrxt"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("gave up waiting"),
+        "{}",
+        stderr(&out)
+    );
+}
