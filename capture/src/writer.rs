@@ -174,6 +174,9 @@ pub struct FileSink {
     reopened: u64,
     /// An earlier trace this one replaces once its first write succeeds ([`Replacing`]).
     replacing: Option<Replacing>,
+    /// The earlier trace this one replaced, kept under a hidden name until it is closed
+    /// ([`Kept`]).
+    kept: Option<Kept>,
     /// `file`'s descriptor, let go of by a child forked without `exec` so that the writer's
     /// lock dies with this process ([`crate::fork::Held`]).
     _held: Option<crate::fork::Held>,
@@ -198,6 +201,64 @@ struct Replacing {
     _earlier: File,
     /// `_earlier`'s descriptor, let go of by a forked child ([`crate::fork::Held`]).
     _earlier_held: Option<crate::fork::Held>,
+}
+
+/// The earlier trace a recording replaced at its first write, kept as a hidden hard link
+/// (`.NAME.PID.earlier`, no bytes copied) until the recording is closed, when it is removed.
+/// A later write that fails (a full disk, a file size limit) gives it a visible name beside
+/// the recording (`STEM.earlier.EXT`) and says so: the first write fitting and the next not,
+/// the earlier trace was gone, replaced by a fragment that held no submission (a break-it
+/// pass, session 58). Its lock is held while the recording lives, so a later recorder of the
+/// name removes only one a killed recording left ([`remove_abandoned_beside`]).
+#[derive(Debug)]
+struct Kept {
+    hidden: PathBuf,
+    /// The trace's path (the earlier trace's, through a symlink its target's).
+    target: PathBuf,
+    /// The process that made it: a child forked without `exec` neither keeps nor removes it.
+    pid: u32,
+    _earlier: File,
+    _earlier_held: Option<crate::fork::Held>,
+}
+
+impl Kept {
+    /// Links the earlier trace at `replacing.target` as a hidden file beside it, before the
+    /// rename that replaces it; `None` where the link cannot be made (a file system without
+    /// hard links): the recording then replaces it as before.
+    fn link(replacing: &Replacing) -> Option<PathBuf> {
+        let hidden = crate::replace::temporary_beside(&replacing.target, ".", "earlier");
+        std::fs::hard_link(&replacing.target, &hidden).ok()?;
+        Some(hidden)
+    }
+
+    /// Gives the kept trace a visible name beside the recording and says so.
+    fn keep(self, why: &io::Error) {
+        let name = self
+            .target
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        let (stem, ext) = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() => (stem.to_owned(), format!(".{ext}")),
+            _ => (name.clone().into_owned(), String::new()),
+        };
+        let candidates = [
+            format!("{stem}.earlier{ext}"),
+            format!("{stem}.earlier.{}{ext}", self.pid),
+        ];
+        // A link, then the hidden name removed: a rename would replace a file of that name.
+        let visible = candidates.into_iter().find_map(|candidate| {
+            let visible = self.target.with_file_name(candidate);
+            std::fs::hard_link(&self.hidden, &visible).ok()?;
+            let _ = std::fs::remove_file(&self.hidden);
+            Some(visible)
+        });
+        crate::to_stderr(format_args!(
+            "hrx: writing the trace {} failed ({why}): the earlier trace it replaced is kept as {}",
+            self.target.shown(),
+            visible.as_ref().unwrap_or(&self.hidden).shown()
+        ));
+    }
 }
 
 impl FileSink {
@@ -288,6 +349,7 @@ impl FileSink {
             written: 0,
             reopened: 0,
             replacing: None,
+            kept: None,
         })
     }
 
@@ -396,6 +458,12 @@ impl Drop for FileSink {
         // A recording that never wrote: its hidden file goes, the earlier trace stays.
         if let Some(replacing) = self.replacing.take() {
             let _ = std::fs::remove_file(&replacing.temp);
+        }
+        // Written whole: the earlier trace it replaced goes.
+        if let Some(kept) = self.kept.take()
+            && kept.pid == std::process::id()
+        {
+            let _ = std::fs::remove_file(&kept.hidden);
         }
         if self.reopened > 1 {
             crate::to_stderr(format_args!(
@@ -510,8 +578,10 @@ fn remove_abandoned_beside(dir: &Path, target: &Path) {
     crate::replace::remove_abandoned(
         dir,
         |entry| {
+            let name = entry.file_name();
             entry.file_type().is_ok_and(|t| t.is_file())
-                && crate::replace::is_temporary_of(target, &entry.file_name(), ".", "new")
+                && (crate::replace::is_temporary_of(target, &name, ".", "new")
+                    || crate::replace::is_temporary_of(target, &name, ".", "earlier"))
         },
         |path| {
             let _ = std::fs::remove_file(path);
@@ -598,15 +668,34 @@ pub fn recorder_holds_file(file: &File) -> io::Result<bool> {
     }
 }
 
+impl FileSink {
+    /// A write that failed: the earlier trace this recording replaced is kept ([`Kept`]).
+    fn failed(&mut self, error: io::Error) -> io::Error {
+        if let Some(kept) = self.kept.take()
+            && kept.pid == std::process::id()
+        {
+            kept.keep(&error);
+        }
+        error
+    }
+}
+
 impl Sink for FileSink {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.file()?.write_all(bytes)?;
+        if let Err(error) = self.file().and_then(|file| file.write_all(bytes)) {
+            return Err(self.failed(error));
+        }
         self.written += bytes.len() as u64;
         if let Some(replacing) = self.replacing.take() {
             // The first write is the file header and the session's start: from now on the
-            // name is this recording's (the earlier trace's lock goes with `replacing`).
+            // name is this recording's; the earlier trace is kept, hidden, until it is
+            // closed ([`Kept`]).
+            let hidden = Kept::link(&replacing);
             if let Err(error) = std::fs::rename(&replacing.temp, &replacing.target) {
                 let _ = std::fs::remove_file(&replacing.temp);
+                if let Some(hidden) = hidden {
+                    let _ = std::fs::remove_file(hidden);
+                }
                 return Err(io::Error::new(
                     error.kind(),
                     format!(
@@ -615,14 +704,27 @@ impl Sink for FileSink {
                     ),
                 ));
             }
+            self.kept = hidden.map(|hidden| Kept {
+                hidden,
+                target: replacing.target,
+                pid: std::process::id(),
+                _earlier: replacing._earlier,
+                _earlier_held: replacing._earlier_held,
+            });
         }
         Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
         use std::os::unix::fs::MetadataExt;
+        let file = match self.file() {
+            Ok(file) => file,
+            Err(error) => return Err(self.failed(error)),
+        };
+        if let Err(error) = file.sync_data() {
+            return Err(self.failed(error));
+        }
         let file = self.file()?;
-        file.sync_data()?;
         // Deleted (or its directory removed) while it was recorded: the trace is gone with
         // the last descriptor, which is this one. Said here unless `hrx-trace record`, which
         // says it itself, runs the program.
@@ -4955,6 +5057,79 @@ mod tests {
         assert_eq!(names.len(), 2, "{names:?}");
     }
 
+    /// A recording that replaced an earlier trace at its first write and then fails to write
+    /// (a full disk) keeps the earlier trace, byte for byte, as `STEM.earlier.EXT` beside it
+    /// (it was lost: break-it, session 58); one that closes removes it, and one killed
+    /// leaves it hidden for the next recorder of the name to remove.
+    #[test]
+    fn a_recording_that_fails_after_its_first_write_keeps_the_earlier_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.hrxt");
+        let names = || -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        record_at(&path, 1, 100);
+        let earlier = std::fs::read(&path).unwrap();
+        // Written and closed: nothing kept.
+        let mut sink = FileSink::create(&path).unwrap();
+        sink.write_all(b"HRXTRACE new").unwrap();
+        assert_eq!(names().len(), 2, "the earlier trace, hidden: {:?}", names());
+        drop(sink);
+        assert_eq!(names(), ["t.hrxt"]);
+        assert_eq!(std::fs::read(&path).unwrap(), b"HRXTRACE new");
+
+        // A write after the first fails (its descriptor gone stands in for a full disk).
+        std::fs::write(&path, &earlier).unwrap();
+        let mut sink = FileSink::create(&path).unwrap();
+        sink.write_all(b"HRXTRACE cut").unwrap();
+        sink.file = None;
+        sink.path = dir.path().join("gone").join("t.hrxt");
+        assert!(sink.write_all(b" more").is_err());
+        drop(sink);
+        assert_eq!(names(), ["t.earlier.hrxt", "t.hrxt"]);
+        assert_eq!(
+            std::fs::read(dir.path().join("t.earlier.hrxt")).unwrap(),
+            earlier
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"HRXTRACE cut");
+        // Again: a kept trace of that name is not replaced.
+        std::fs::write(&path, &earlier).unwrap();
+        let mut sink = FileSink::create(&path).unwrap();
+        sink.write_all(b"HRXTRACE cut").unwrap();
+        sink.file = None;
+        sink.path = dir.path().join("gone").join("t.hrxt");
+        assert!(sink.write_all(b" more").is_err());
+        drop(sink);
+        let pid = std::process::id();
+        assert_eq!(
+            names(),
+            [
+                format!("t.earlier.{pid}.hrxt"),
+                "t.earlier.hrxt".to_owned(),
+                "t.hrxt".to_owned()
+            ]
+        );
+
+        // Killed while recording (forgotten: no drop runs): the hidden one is left, and the
+        // next recorder of the name removes it.
+        std::fs::write(&path, &earlier).unwrap();
+        let mut sink = FileSink::create(&path).unwrap();
+        sink.write_all(b"HRXTRACE killed").unwrap();
+        let hidden = sink.kept.as_ref().unwrap().hidden.clone();
+        // Its descriptors closed, as a killed process's are; nothing else of it runs.
+        drop(sink.kept.take());
+        drop(sink.file.take());
+        std::mem::forget(sink);
+        assert!(hidden.exists());
+        drop(FileSink::create(&path).unwrap());
+        assert!(!hidden.exists());
+    }
+
     /// While a recorder writes a trace, a second recorder at its path is refused, whether it
     /// opened the name before or after the first replaced the earlier trace there; a
     /// recording whose first write fails leaves the earlier trace as it was and no hidden
@@ -4973,14 +5148,17 @@ mod tests {
             panic!("a second recorder took the trace being written")
         };
         assert_eq!(error.kind(), io::ErrorKind::WouldBlock, "{error}");
-        // Once replaced, the earlier file's lock is free: a recorder that opened it before
-        // takes it, then finds that the name is another file's.
+        // The earlier file stays locked while the recording that replaced it lives (kept,
+        // hidden, until it is closed: [`Kept`]) ...
+        assert!(!lock_exclusive(&before).unwrap());
+        first.close().unwrap();
+        // ... then is free: a recorder that opened it before takes it, then finds that the
+        // name is another file's.
         assert!(lock_exclusive(&before).unwrap());
         let Err(error) = Replacing::beside(&before, &path) else {
             panic!("the earlier file, no longer named, was replaced again")
         };
         assert_eq!(error.kind(), io::ErrorKind::WouldBlock, "{error}");
-        first.close().unwrap();
 
         // A first write that fails: the sink is dropped unwritten.
         std::fs::write(&path, &earlier).unwrap();

@@ -1220,10 +1220,11 @@ pub(crate) mod tests {
         let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
         // Submission 3's Submit unwritten (its thread's last records), 4..=6 held (another
         // thread's); 3's completion and digests in the file, as a waiting thread writes them.
-        let without_three = encode(
-            (whole.records.iter())
-                .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3)),
-        );
+        // Never closed: no session end (a file cut after one was closed by its recorder).
+        let without_three = encode((whole.records.iter()).filter(|r| {
+            !matches!(r, Record::Submit(s) if s.submission.0 == 3)
+                && !matches!(r, Record::SessionEnd(_))
+        }));
         let footer =
             hrx_capture::format::decode_trailer(&without_three[without_three.len() - 16..])
                 .expect("a trailer");

@@ -1028,6 +1028,57 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
     assert_eq!(std::fs::read(dir.path().join("t.hrxt")).unwrap(), earlier);
 }
 
+/// A recording over an earlier trace whose first write fits and a later one does not (a file
+/// size limit stands in for a full disk): the earlier trace is kept beside the cut-short
+/// recording as `t.earlier.hrxt`, byte for byte, and the runtime says so. It was replaced
+/// by a fragment that held no submission (a break-it pass, session 58).
+#[test]
+fn a_recording_that_fails_after_its_first_write_keeps_the_earlier_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = example("traced");
+    let earlier = run(
+        dir.path(),
+        &[
+            "-q",
+            "record",
+            "-o",
+            "t.hrxt",
+            "--",
+            traced.to_str().unwrap(),
+            "1",
+        ],
+    );
+    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    let earlier = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    let script = format!(
+        "ulimit -f 8; trap '' XFSZ; exec {} -q record -o t.hrxt -- {} 2000",
+        env!("CARGO_BIN_EXE_hrx-trace"),
+        traced.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("failed (") && err.contains("the earlier trace it replaced is kept as "),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("t.earlier.hrxt")).unwrap(),
+        earlier
+    );
+    let cut = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    assert!(cut.starts_with(b"HRXTRACE") && cut != earlier);
+    // No hidden file is left.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+}
+
 /// A fault `HRX_FAULT` gave the program that never fired is a warning (`-q` keeps it), the
 /// exit code the program's (it was silent, exit 0: a break-it pass); one that fired is not
 /// said so.
