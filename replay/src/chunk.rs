@@ -806,6 +806,12 @@ pub(crate) mod tests {
 
     /// `records` encoded as a file is.
     fn encode<'r>(records: impl IntoIterator<Item = &'r Record>) -> Vec<u8> {
+        encode_ending(records, false)
+    }
+
+    /// [`encode`]; `apart`: the records flushed before the close, so that the session's end
+    /// is the last records block alone (cut off, the file stands for a killed recording).
+    fn encode_ending<'r>(records: impl IntoIterator<Item = &'r Record>, apart: bool) -> Vec<u8> {
         let sink = hrx_capture::MemorySink::new();
         let recorder =
             hrx_capture::Recorder::with_sink(sink.clone(), Default::default()).expect("recorder");
@@ -817,6 +823,9 @@ pub(crate) mod tests {
                 }
                 other => recorder.record(other),
             }
+        }
+        if apart {
+            recorder.flush().expect("flush");
         }
         recorder.close().expect("close");
         sink.contents()
@@ -1220,15 +1229,18 @@ pub(crate) mod tests {
         let whole = Trace::from_bytes(&frames_with_a_repeat()).expect("read back");
         // Submission 3's Submit unwritten (its thread's last records), 4..=6 held (another
         // thread's); 3's completion and digests in the file, as a waiting thread writes them.
-        // Never closed: no session end (a file cut after one was closed by its recorder).
-        let without_three = encode((whole.records.iter()).filter(|r| {
-            !matches!(r, Record::Submit(s) if s.submission.0 == 3)
-                && !matches!(r, Record::SessionEnd(_))
-        }));
-        let footer =
-            hrx_capture::format::decode_trailer(&without_three[without_three.len() - 16..])
-                .expect("a trailer");
-        let cut = &without_three[..footer as usize];
+        // Never closed: cut before its session's end, the last block alone (a file cut after
+        // it was closed by its recorder).
+        let without_three = encode_ending(
+            (whole.records.iter())
+                .filter(|r| !matches!(r, Record::Submit(s) if s.submission.0 == 3)),
+            true,
+        );
+        let blocks = hrx_capture::MappedTrace::from_vec(without_three.clone()).expect("mapped");
+        let last = (blocks.blocks().iter())
+            .rfind(|b| b.header.kind == hrx_capture::format::BlockKind::RECORDS)
+            .expect("a records block");
+        let cut = &without_three[..last.offset as usize];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cut.hrxt");
         std::fs::write(&path, cut).unwrap();

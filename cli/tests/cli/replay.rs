@@ -1812,16 +1812,15 @@ fn a_killed_two_thread_trace_ends_before_the_first_submit_it_lacks() {
     // Both written by the same recorder, so that the cut one is the whole one's prefix but
     // for what its thread did not write.
     crate::util::write_records(&dir.path().join("whole.hrxt"), records.iter().cloned());
-    // Killed: no session end either (a file cut after one was closed by its recorder).
-    let unwritten = |r: &Record| {
-        matches!(r, Record::Submit(s) if s.submission.0 >= 41 && s.submission.0 % 2 == 1)
-            || matches!(r, Record::SessionEnd(_))
-    };
+    let unwritten = |r: &Record| matches!(r, Record::Submit(s) if s.submission.0 >= 41 && s.submission.0 % 2 == 1);
     let cut_path = dir.path().join("cut.hrxt");
-    crate::util::write_records(&cut_path, records.iter().filter(|r| !unwritten(r)).cloned());
+    let held = records.iter().filter(|r| !unwritten(r)).cloned();
+    crate::util::write_records_ending(&cut_path, held, true);
     let closed = std::fs::read(&cut_path).unwrap();
     let footer = hrx_capture::format::decode_trailer(&closed[closed.len() - 16..]).unwrap();
-    let mut cut = closed[..footer as usize].to_vec();
+    // Killed: no session end either (the last block alone; a file cut after it was closed
+    // by its recorder).
+    let mut cut = closed[..crate::util::last_records_block(&closed)].to_vec();
     // A torn block: the start of the footer's.
     cut.extend_from_slice(&closed[footer as usize..footer as usize + 20]);
     std::fs::write(&cut_path, &cut).unwrap();

@@ -278,6 +278,17 @@ pub fn record_faults(dir: &Path, name: &str, photo: &Path) {
 /// through the recorder, as `hrx-analysis`'s gen-trace does: the recorder writes its own
 /// session start and end.
 pub fn write_records(path: &Path, records: impl Iterator<Item = hrx_capture::Record>) {
+    write_records_ending(path, records, false);
+}
+
+/// [`write_records`]; `apart`: the records flushed before the close, so that the session's
+/// end is the last records block alone (a test cuts it off to stand for a killed recording:
+/// a file cut after its session's end was closed by its recorder).
+pub fn write_records_ending(
+    path: &Path,
+    records: impl Iterator<Item = hrx_capture::Record>,
+    apart: bool,
+) {
     use hrx_capture::{Record, Recorder, RecorderOptions};
     let options = RecorderOptions {
         backend: "sim".into(),
@@ -293,7 +304,20 @@ pub fn write_records(path: &Path, records: impl Iterator<Item = hrx_capture::Rec
             recorder.record(&record);
         }
     }
+    if apart {
+        recorder.flush().unwrap();
+    }
     assert_eq!(recorder.close().unwrap().dropped_records, 0);
+}
+
+/// Where the last records block of the trace `bytes` starts (a closed trace's: its session's
+/// end).
+pub fn last_records_block(bytes: &[u8]) -> usize {
+    let trace = hrx_capture::MappedTrace::from_vec(bytes.to_vec()).unwrap();
+    (trace.blocks().iter())
+        .rfind(|b| b.header.kind == hrx_capture::format::BlockKind::RECORDS)
+        .unwrap()
+        .offset as usize
 }
 
 /// Writes `dir/to`: the trace `dir/from` as if recorded on a loaded host, its runtimes'
