@@ -139,7 +139,7 @@ pub fn wait_for_trace<T, E>(
         let starting = std::fs::metadata(path).map_or(true, |m| {
             m.is_file() && m.len() < (FILE_HEADER_LEN + BLOCK_HEADER_LEN) as u64
         });
-        let abandoned = starting && watch.ended(path);
+        let abandoned = starting && watch.abandoned(path);
         if !starting || abandoned || std::time::Instant::now() >= deadline {
             return Err(WaitError {
                 error,

@@ -68,6 +68,18 @@ impl WriterWatch {
         })
     }
 
+    /// [`WriterWatch::ended`], an empty file included: one a follower waits for, short of a
+    /// header, that nobody has held for a settle time (a recorder locks the file it creates
+    /// at once; the settle time covers that instant).
+    pub fn abandoned(&mut self, path: &Path) -> bool {
+        self.probe(|| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| m.len())
+                .filter(|_| matches!(crate::recorder_holds(path), Ok(false)))
+        })
+    }
+
     /// [`WriterWatch::ended`] of a trace file the follower holds open (it reads on in it
     /// when a new recording is renamed over its path).
     pub fn ended_file(&mut self, file: &File) -> bool {

@@ -242,13 +242,22 @@ impl Kept {
             Some((stem, ext)) if !stem.is_empty() => (stem.to_owned(), format!(".{ext}")),
             _ => (name.clone().into_owned(), String::new()),
         };
-        let candidates = [
-            format!("{stem}.earlier{ext}"),
-            format!("{stem}.earlier.{}{ext}", self.pid),
-        ];
+        // `STEM.earlier.EXT`, then with the pid and a count where that is taken (a process id
+        // repeats in containers), then `NAME.PID.earlier`, shortened to a file name's limit
+        // with a hash: a name that stayed hidden was swept as abandoned by the next recorder
+        // of NAME (break-it, session 58).
+        let candidates = std::iter::once(format!("{stem}.earlier{ext}"))
+            .chain((0..100).map(|n| match n {
+                0 => format!("{stem}.earlier.{}{ext}", self.pid),
+                n => format!("{stem}.earlier.{}.{n}{ext}", self.pid),
+            }))
+            .filter(|name| name.len() <= crate::replace::NAME_MAX)
+            .map(|name| self.target.with_file_name(name))
+            .chain((0..100).map(|n| {
+                crate::replace::temporary_beside(&self.target, "", &format!("earlier{n}"))
+            }));
         // A link, then the hidden name removed: a rename would replace a file of that name.
-        let visible = candidates.into_iter().find_map(|candidate| {
-            let visible = self.target.with_file_name(candidate);
+        let visible = candidates.into_iter().find_map(|visible| {
             std::fs::hard_link(&self.hidden, &visible).ok()?;
             let _ = std::fs::remove_file(&self.hidden);
             Some(visible)
@@ -5114,6 +5123,32 @@ mod tests {
                 "t.hrxt".to_owned()
             ]
         );
+        // Once more (a process id repeats in containers): a count; never left hidden, where
+        // the next recorder of the name would sweep it.
+        let fail_again = |path: &Path| {
+            std::fs::write(path, &earlier).unwrap();
+            let mut sink = FileSink::create(path).unwrap();
+            sink.write_all(b"HRXTRACE cut").unwrap();
+            sink.file = None;
+            sink.path = dir.path().join("gone").join("t.hrxt");
+            assert!(sink.write_all(b" more").is_err());
+        };
+        fail_again(&path);
+        let kept = dir.path().join(format!("t.earlier.{pid}.1.hrxt"));
+        assert_eq!(std::fs::read(&kept).unwrap(), earlier);
+        // A name too long for `STEM.earlier.EXT`: `NAME.PID.earlier0`, shortened with a hash.
+        let long = dir.path().join(format!("{}.hrxt", "l".repeat(245)));
+        fail_again(&long);
+        let visible: Vec<String> = names()
+            .into_iter()
+            .filter(|n| n.starts_with('l') && n.contains("earlier"))
+            .collect();
+        assert_eq!(visible.len(), 1, "{:?}", names());
+        assert_eq!(
+            std::fs::read(dir.path().join(&visible[0])).unwrap(),
+            earlier
+        );
+        assert!(names().iter().all(|n| !n.starts_with('.')), "{:?}", names());
 
         // Killed while recording (forgotten: no drop runs): the hidden one is left, and the
         // next recorder of the name removes it.

@@ -229,10 +229,13 @@ fn follow(args: &StatsArgs) -> anyhow::Result<ExitCode> {
             records.saturating_sub(before) as f64 / now.duration_since(then).as_secs_f64()
         });
         last = Some((now, records));
-        // A live line is of a recording being written, as far as a recorder holds the file:
-        // a cut or killed one was "being recorded now" until the watch concluded that nobody
-        // writes it (two probes a second apart; a break-it pass).
-        let report = report(path, &stats, &summary, tail.being_recorded());
+        // A live line is of a recording being written while a recorder holds the file, or
+        // while the follower has not read to its end: a cut or killed trace read whole was
+        // "being recorded now" until the watch concluded that nobody writes it (two probes a
+        // second apart), and a closed one not yet read to its end is not "never closed"
+        // (break-it passes, session 58).
+        let live = tail.being_recorded() || tail.unread_bytes() > 0;
+        let report = report(path, &stats, &summary, live);
         let unread = tail.unread_bytes();
         let mut out = crate::output::stdout();
         if args.json {

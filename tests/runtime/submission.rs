@@ -745,5 +745,8 @@ fn a_graph_of_many_regions_runs_in_hazard_order_across_submissions() {
     // failure cancelled what was pending: that is timing, not asserted. Both submissions'
     // pieces reached the device: the second's 12 at least.
     let uploads = counters.lane_copy_bytes[0] as usize / PIECE;
-    assert!((REGIONS / 2..=REGIONS).contains(&uploads), "{uploads} uploads ran");
+    assert!(
+        (REGIONS / 2..=REGIONS).contains(&uploads),
+        "{uploads} uploads ran"
+    );
 }

@@ -231,8 +231,8 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
         // A bad value is the variable's error, not the terminal's (no `terminal:` before it).
         let (width, height) = parse_size(&size).ok_or_else(|| {
             TuiError::Variable(format!(
-                "{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, of at most \
-                 {MAX_HEADLESS_CELLS} cells, got {size:?}"
+                "{HEADLESS_FRAME_ENV}: expected WIDTHxHEIGHT as 120x40, each at most 65535 \
+                 and of at most {MAX_HEADLESS_CELLS} cells, got {size:?}"
             ))
         })?;
         // Asked before the read, as every reading verb asks.

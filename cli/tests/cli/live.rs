@@ -553,15 +553,17 @@ fn stats_follow_of_a_cut_trace_never_calls_it_being_recorded() {
     }
     assert_eq!(last["follow"]["ended"], hrx_capture::UNCLOSED_ENDING);
 
-    std::fs::write(dir.path().join("eight.hrxt"), &bytes[..8]).unwrap();
-    let out = hrx_trace(dir.path())
-        .args(["stats", "--follow", "eight.hrxt"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(
-        !stderr(&out).contains("gave up waiting"),
-        "{}",
-        stderr(&out)
-    );
+    for (name, len) in [("eight.hrxt", 8), ("empty.hrxt", 0)] {
+        std::fs::write(dir.path().join(name), &bytes[..len]).unwrap();
+        let out = hrx_trace(dir.path())
+            .args(["stats", "--follow", name])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("gave up waiting"),
+            "{}",
+            stderr(&out)
+        );
+    }
 }

@@ -564,8 +564,8 @@ fn a_bad_headless_frame_is_named_without_terminal() {
         assert_error(
             &output,
             &format!(
-                "error: HRX_TUI_HEADLESS_FRAME: expected WIDTHxHEIGHT as 120x40, of at most \
-                 1000000 cells, got \"{size}\""
+                "error: HRX_TUI_HEADLESS_FRAME: expected WIDTHxHEIGHT as 120x40, each at most \
+                 65535 and of at most 1000000 cells, got \"{size}\""
             ),
         );
         assert!(stdout(&output).is_empty());
