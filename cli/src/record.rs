@@ -817,12 +817,26 @@ pub fn check_output(template: &Path, path: &Path) -> Result<bool, Failure> {
 /// and emptied the earlier trace in place ([`hrx_capture::FileSink::create`]): a reader
 /// still reading it then read the start of one recording and the rest of the other. That
 /// is said instead (it read "it is replaced", as a replacement that readers never see).
+///
+/// The recorder keeps the earlier trace as a hidden link beside the new one until it closes
+/// (`.NAME.PID.earlier`): a program killed or crashed leaves it, which is removed here, as
+/// `-o` asked (it was left without a word, taking the earlier trace's space); one kept under
+/// a visible name because a later write failed (`STEM.earlier.EXT`) is named (the note said
+/// "it is replaced" two lines under the runtime's "kept as"): a break-it pass, session 58.
 pub fn note_replaced(path: &Path, earlier: Option<(u64, u64)>) {
     if earlier.is_none() || file_inode(path) != earlier {
-        crate::output::note(format_args!(
-            "{} held an earlier trace: it is replaced",
-            path.shown()
-        ));
+        match earlier.and_then(|inode| keep_or_remove_earlier(path, inode)) {
+            Some(kept) => crate::output::note(format_args!(
+                "{} held an earlier trace: it is kept as {}, as writing the new recording \
+                 failed",
+                path.shown(),
+                kept.shown()
+            )),
+            None => crate::output::note(format_args!(
+                "{} held an earlier trace: it is replaced",
+                path.shown()
+            )),
+        }
         return;
     }
     let folder = folder_of(path);
@@ -835,6 +849,29 @@ pub fn note_replaced(path: &Path, earlier: Option<(u64, u64)>) {
          reads two recordings as one",
         path.shown()
     ));
+}
+
+/// The links to the earlier trace `inode` beside the trace at `path` once its recording
+/// ended: hidden ones (`.NAME.PID.earlier`) that nobody holds are removed, and a visible one
+/// (a write failed) is returned.
+fn keep_or_remove_earlier(path: &Path, inode: (u64, u64)) -> Option<std::path::PathBuf> {
+    let mut kept = None;
+    for entry in std::fs::read_dir(folder_of(path)).ok()?.flatten() {
+        let link = entry.path();
+        if link == path || file_inode(&link) != Some(inode) {
+            continue;
+        }
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(".earlier") {
+            if matches!(hrx_capture::recorder_holds(&link), Ok(false)) {
+                let _ = std::fs::remove_file(&link);
+            }
+        } else {
+            kept = Some(path.with_file_name(entry.file_name()));
+        }
+    }
+    kept
 }
 
 /// The device and inode of the file at `path`: whether a recording replaced it or emptied

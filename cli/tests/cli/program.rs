@@ -1051,7 +1051,7 @@ fn a_recording_that_fails_after_its_first_write_keeps_the_earlier_trace() {
     assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
     let earlier = std::fs::read(dir.path().join("t.hrxt")).unwrap();
     let script = format!(
-        "ulimit -f 8; trap '' XFSZ; exec {} -q record -o t.hrxt -- {} 2000",
+        "ulimit -f 8; trap '' XFSZ; exec {} record -o t.hrxt -- {} 2000",
         env!("CARGO_BIN_EXE_hrx-trace"),
         traced.display()
     );
@@ -1071,12 +1071,42 @@ fn a_recording_that_fails_after_its_first_write_keeps_the_earlier_trace() {
     );
     let cut = std::fs::read(dir.path().join("t.hrxt")).unwrap();
     assert!(cut.starts_with(b"HRXTRACE") && cut != earlier);
-    // No hidden file is left.
-    let names: Vec<String> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+    // `record`'s note names it (it said "it is replaced").
+    assert!(
+        err.contains(
+            "note: t.hrxt held an earlier trace: it is kept as t.earlier.hrxt, as writing the \
+             new recording failed"
+        ),
+        "{err}"
+    );
+    let hidden = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with('.'))
+            .collect()
+    };
+    assert_eq!(hidden(), Vec::<String>::new());
+    // A program that crashes over an earlier trace: its recording replaces it, as `-o`
+    // asks, and `record` removes the hidden link the crash left (it was left, unsaid).
+    let crashed = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "t.hrxt",
+            "--",
+            example("crashing").to_str().unwrap(),
+            "segv",
+        ],
+    );
+    assert_eq!(code(&crashed), 128 + libc::SIGSEGV, "{}", stderr(&crashed));
+    assert!(
+        stderr(&crashed).contains("note: t.hrxt held an earlier trace: it is replaced"),
+        "{}",
+        stderr(&crashed)
+    );
+    assert_eq!(hidden(), Vec::<String>::new());
 }
 
 /// A fault `HRX_FAULT` gave the program that never fired is a warning (`-q` keeps it), the
