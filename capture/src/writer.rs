@@ -5093,13 +5093,15 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"HRXTRACE new");
 
         // A write after the first fails (its descriptor gone stands in for a full disk).
-        std::fs::write(&path, &earlier).unwrap();
-        let mut sink = FileSink::create(&path).unwrap();
-        sink.write_all(b"HRXTRACE cut").unwrap();
-        sink.file = None;
-        sink.path = dir.path().join("gone").join("t.hrxt");
-        assert!(sink.write_all(b" more").is_err());
-        drop(sink);
+        let fail_again = |path: &Path| {
+            std::fs::write(path, &earlier).unwrap();
+            let mut sink = FileSink::create(path).unwrap();
+            sink.write_all(b"HRXTRACE cut").unwrap();
+            sink.file = None;
+            sink.path = dir.path().join("gone").join("t.hrxt");
+            assert!(sink.write_all(b" more").is_err());
+        };
+        fail_again(&path);
         assert_eq!(names(), ["t.earlier.hrxt", "t.hrxt"]);
         assert_eq!(
             std::fs::read(dir.path().join("t.earlier.hrxt")).unwrap(),
@@ -5107,13 +5109,7 @@ mod tests {
         );
         assert_eq!(std::fs::read(&path).unwrap(), b"HRXTRACE cut");
         // Again: a kept trace of that name is not replaced.
-        std::fs::write(&path, &earlier).unwrap();
-        let mut sink = FileSink::create(&path).unwrap();
-        sink.write_all(b"HRXTRACE cut").unwrap();
-        sink.file = None;
-        sink.path = dir.path().join("gone").join("t.hrxt");
-        assert!(sink.write_all(b" more").is_err());
-        drop(sink);
+        fail_again(&path);
         let pid = std::process::id();
         assert_eq!(
             names(),
@@ -5125,14 +5121,6 @@ mod tests {
         );
         // Once more (a process id repeats in containers): a count; never left hidden, where
         // the next recorder of the name would sweep it.
-        let fail_again = |path: &Path| {
-            std::fs::write(path, &earlier).unwrap();
-            let mut sink = FileSink::create(path).unwrap();
-            sink.write_all(b"HRXTRACE cut").unwrap();
-            sink.file = None;
-            sink.path = dir.path().join("gone").join("t.hrxt");
-            assert!(sink.write_all(b" more").is_err());
-        };
         fail_again(&path);
         let kept = dir.path().join(format!("t.earlier.{pid}.1.hrxt"));
         assert_eq!(std::fs::read(&kept).unwrap(), earlier);

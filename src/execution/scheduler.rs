@@ -830,71 +830,52 @@ impl Scheduler {
 
     /// The oldest ready region of `queue`: (flight position, region).
     fn next_ready(&self, queue: Queue) -> Option<(usize, usize)> {
-        let mut found = None;
-        'search: for (position, flight) in self.in_flight.iter().enumerate() {
-            if flight.status.is_some()
-                || !flight
-                    .producers
-                    .iter()
-                    .all(|p| p.outcome().is_some_and(|s| s.succeeded()))
-            {
-                continue;
-            }
-            if let Some(graph) = &flight.graph_ready {
-                let ready = graph.ready[queue as usize].iter().copied();
-                if let Some(region) = ready
-                    .into_iter()
-                    .find(|&r| self.waits_over(&flight.waits, r))
-                {
-                    found = Some((position, region));
-                    break;
-                }
-                continue;
-            }
-            for (region, state) in flight.states.iter().enumerate() {
-                if *state == State::Pending
-                    && flight.prepared.regions[region].queue() == queue
-                    && self.ready(position, region)
-                {
-                    found = Some((position, region));
-                    break 'search;
-                }
-            }
-        }
+        let found = (self.in_flight.iter().enumerate())
+            .filter(|(_, flight)| Self::runnable(flight))
+            .find_map(|(position, flight)| {
+                let region = match &flight.graph_ready {
+                    Some(graph) => graph.ready[queue as usize]
+                        .iter()
+                        .copied()
+                        .find(|&r| self.waits_over(&flight.waits, r)),
+                    None => self.first_ready(position, queue),
+                };
+                region.map(|region| (position, region))
+            });
         #[cfg(debug_assertions)]
-        assert_eq!(
-            found,
-            self.next_ready_by_scan(queue),
-            "next region of {queue:?}"
-        );
+        {
+            let scanned = (self.in_flight.iter().enumerate())
+                .filter(|(_, flight)| Self::runnable(flight))
+                .find_map(|(position, _)| Some((position, self.first_ready(position, queue)?)));
+            assert_eq!(
+                found, scanned,
+                "next region of {queue:?}, by the sets and by scan"
+            );
+        }
         found
     }
 
-    /// [`Scheduler::next_ready`] by looking at every pending region (a debug check of the
-    /// [`GraphReady`] sets).
-    #[cfg(debug_assertions)]
-    fn next_ready_by_scan(&self, queue: Queue) -> Option<(usize, usize)> {
-        let mut found = None;
-        'search: for (position, flight) in self.in_flight.iter().enumerate() {
-            if flight.status.is_some()
-                || !flight
-                    .producers
-                    .iter()
-                    .all(|p| p.outcome().is_some_and(|s| s.succeeded()))
-            {
-                continue;
-            }
-            for (region, state) in flight.states.iter().enumerate() {
-                if *state == State::Pending
-                    && flight.prepared.regions[region].queue() == queue
-                    && self.ready(position, region)
-                {
-                    found = Some((position, region));
-                    break 'search;
-                }
-            }
-        }
-        found
+    /// Whether `flight`'s regions may run: it has no outcome yet and every producer succeeded.
+    #[inline(always)]
+    fn runnable(flight: &InFlight) -> bool {
+        flight.status.is_none()
+            && flight
+                .producers
+                .iter()
+                .all(|p| p.outcome().is_some_and(|s| s.succeeded()))
+    }
+
+    /// The first ready region of `queue` of the submission at `position`, looking at each of
+    /// its regions (a small submission's way, and the debug check of the [`GraphReady`] sets).
+    #[inline(always)]
+    fn first_ready(&self, position: usize, queue: Queue) -> Option<usize> {
+        let flight = &self.in_flight[position];
+        (flight.states.iter().enumerate()).find_map(|(region, state)| {
+            (*state == State::Pending
+                && flight.prepared.regions[region].queue() == queue
+                && self.ready(position, region))
+            .then_some(region)
+        })
     }
 
     /// Records the outcome of a region of `queue`. `native` says whether the error came

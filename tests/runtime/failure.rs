@@ -252,13 +252,16 @@ fn a_failed_copy_marks_the_copy_stream_unhealthy() {
     assert_eq!(other.to_vec().unwrap(), [7; 8]);
 }
 
-/// The seed's `gpu_scoped`: "On an uncertain failure return an error; captured resources and
-/// bindings are then quarantined together, preserving native lifetimes". The callback (with
-/// what it captured) and its bound buffers outlive the program's graph and buffer handles,
-/// until the runtime is dropped: work the callback queued on its own streams may still
-/// write them.
-#[test]
-fn a_failed_scoped_callbacks_captures_and_bindings_live_until_the_runtime_is_dropped() {
+/// A graph of one scoped callback writing `buffer` that answers `outcome`, and a flag its
+/// captures set when they are dropped.
+fn guarded_callback(
+    rt: &Runtime,
+    buffer: &hrx::Buffer,
+    outcome: fn() -> hrx::Result<()>,
+) -> (
+    hrx::ExecutableGraph,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     struct Guard(Arc<AtomicBool>);
@@ -267,9 +270,7 @@ fn a_failed_scoped_callbacks_captures_and_bindings_live_until_the_runtime_is_dro
             self.0.store(true, Ordering::SeqCst);
         }
     }
-    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
     let dropped = Arc::new(AtomicBool::new(false));
-    let buffer = rt.buffer(8, Placement::GpuLocal).unwrap();
     let guard = Guard(dropped.clone());
     let mut graph = rt.graph();
     // SAFETY: the callback touches no memory.
@@ -279,12 +280,27 @@ fn a_failed_scoped_callbacks_captures_and_bindings_live_until_the_runtime_is_dro
                 &[GpuAccess::new(buffer.whole(), Access::Write)],
                 move |_| {
                     let _held = &guard;
-                    Err(Error::DeviceLost("private stream failed".into()))
+                    outcome()
                 },
             )
             .unwrap();
     }
-    let executable = graph.prepare().unwrap();
+    (graph.prepare().unwrap(), dropped)
+}
+
+/// The seed's `gpu_scoped`: "On an uncertain failure return an error; captured resources and
+/// bindings are then quarantined together, preserving native lifetimes". The callback (with
+/// what it captured) and its bound buffers outlive the program's graph and buffer handles,
+/// until the runtime is dropped: work the callback queued on its own streams may still
+/// write them. One that succeeds is dropped with its graph, as before.
+#[test]
+fn a_failed_scoped_callbacks_captures_and_bindings_live_until_the_runtime_is_dropped() {
+    use std::sync::atomic::Ordering;
+    let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
+    let buffer = rt.buffer(8, Placement::GpuLocal).unwrap();
+    let (executable, dropped) = guarded_callback(&rt, &buffer, || {
+        Err(Error::DeviceLost("private stream failed".into()))
+    });
     let error = executable.submit().unwrap().wait().unwrap_err();
     assert!(error.is_device_loss(), "{error}");
     assert!(executable.quarantined());
@@ -298,40 +314,13 @@ fn a_failed_scoped_callbacks_captures_and_bindings_live_until_the_runtime_is_dro
         dropped.load(Ordering::SeqCst),
         "the runtime's drop releases them"
     );
-}
 
-/// A scoped callback that succeeds is dropped with its graph, as before.
-#[test]
-fn a_succeeding_scoped_callback_is_dropped_with_its_graph() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    struct Guard(Arc<AtomicBool>);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
     let rt = Runtime::new(RuntimeOptions::sim()).unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
     let buffer = rt.buffer(8, Placement::GpuLocal).unwrap();
-    let guard = Guard(dropped.clone());
-    let mut graph = rt.graph();
-    // SAFETY: the callback touches no memory.
-    unsafe {
-        graph
-            .gpu_scoped(
-                &[GpuAccess::new(buffer.whole(), Access::Write)],
-                move |_| {
-                    let _held = &guard;
-                    Ok(())
-                },
-            )
-            .unwrap();
-    }
-    let executable = graph.prepare().unwrap();
+    let (executable, dropped) = guarded_callback(&rt, &buffer, || Ok(()));
     executable.submit().unwrap().wait().unwrap();
     drop(executable);
-    assert!(dropped.load(Ordering::SeqCst));
+    assert!(dropped.load(Ordering::SeqCst), "a callback that succeeded");
 }
 
 #[test]

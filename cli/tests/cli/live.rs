@@ -255,10 +255,7 @@ fn stats_follow_behind_the_trace_prints_each_slice_then_the_whole_trace() {
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
-        .collect();
+    let lines = json_lines(&text);
     let (report, live) = lines.split_last().expect("the final report");
     // A summary for each slice, each saying how much is left, less each time.
     assert!(live.len() >= 4, "{} live lines: {text}", live.len());
@@ -511,10 +508,7 @@ fn stats_follow_gives_no_rate_before_two_counts() {
         );
     }
     let text = follow(true);
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
-        .collect();
+    let lines = json_lines(&text);
     let (_, live) = lines.split_last().expect("the final report");
     assert!(live.len() >= 2, "{text}");
     assert!(
@@ -542,10 +536,7 @@ fn stats_follow_of_a_cut_trace_never_calls_it_being_recorded() {
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
-        .collect();
+    let lines = json_lines(&text);
     let (last, live) = lines.split_last().expect("the final report");
     for line in live {
         let ended = line["ended"].as_str().unwrap_or_default();
@@ -566,4 +557,11 @@ fn stats_follow_of_a_cut_trace_never_calls_it_being_recorded() {
             stderr(&out)
         );
     }
+}
+
+/// `stats --follow --json`'s output: one JSON object a line, the live ones, then the report.
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect()
 }
