@@ -830,18 +830,23 @@ impl Scheduler {
 
     /// The oldest ready region of `queue`: (flight position, region).
     fn next_ready(&self, queue: Queue) -> Option<(usize, usize)> {
-        let found = (self.in_flight.iter().enumerate())
-            .filter(|(_, flight)| Self::runnable(flight))
-            .find_map(|(position, flight)| {
-                let region = match &flight.graph_ready {
-                    Some(graph) => graph.ready[queue as usize]
-                        .iter()
-                        .copied()
-                        .find(|&r| self.waits_over(&flight.waits, r)),
-                    None => self.first_ready(position, queue),
-                };
-                region.map(|region| (position, region))
-            });
+        let mut found = None;
+        for (position, flight) in self.in_flight.iter().enumerate() {
+            if !Self::runnable(flight) {
+                continue;
+            }
+            let region = match &flight.graph_ready {
+                Some(graph) => graph.ready[queue as usize]
+                    .iter()
+                    .copied()
+                    .find(|&r| self.waits_over(&flight.waits, r)),
+                None => self.first_ready(position, queue),
+            };
+            if let Some(region) = region {
+                found = Some((position, region));
+                break;
+            }
+        }
         #[cfg(debug_assertions)]
         {
             let scanned = (self.in_flight.iter().enumerate())
@@ -870,12 +875,15 @@ impl Scheduler {
     #[inline(always)]
     fn first_ready(&self, position: usize, queue: Queue) -> Option<usize> {
         let flight = &self.in_flight[position];
-        (flight.states.iter().enumerate()).find_map(|(region, state)| {
-            (*state == State::Pending
+        for (region, state) in flight.states.iter().enumerate() {
+            if *state == State::Pending
                 && flight.prepared.regions[region].queue() == queue
-                && self.ready(position, region))
-            .then_some(region)
-        })
+                && self.ready(position, region)
+            {
+                return Some(region);
+            }
+        }
+        None
     }
 
     /// Records the outcome of a region of `queue`. `native` says whether the error came
