@@ -19,16 +19,40 @@ fn slow_fill(launch: &HostLaunch<'_>) -> Result<(), String> {
     host(launch)
 }
 
-/// Records 8 submissions of a one-kernel graph (`hrx_fill_u32` over 4 KiB) into `path`,
-/// with the built-in kernel or the slowed one.
-fn record_fill(path: &Path, slow: bool) {
+/// Records what `program` does on a software-device runtime into `path`: the recorder is
+/// closed and its bytes written once the runtime is dropped.
+fn record_on_sim(path: &Path, program: impl FnOnce(&Runtime)) {
     let sink = MemorySink::new();
     let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
     {
         let options = RuntimeOptions::sim()
             .environment(false)
             .recorder(recorder.clone());
-        let rt = Runtime::new(options).expect("runtime");
+        program(&Runtime::new(options).expect("runtime"));
+    }
+    recorder.close().expect("close");
+    std::fs::write(path, sink.contents()).expect("write trace");
+}
+
+/// Each of `graphs`, in turn, submitted and waited for 4 times by a thread of its own.
+fn submit_from_threads<'g>(graphs: impl IntoIterator<Item = &'g hrx::ExecutableGraph>) {
+    std::thread::scope(|s| {
+        for graph in graphs {
+            s.spawn(move || {
+                for _ in 0..4 {
+                    graph.submit().expect("submit").wait().expect("wait");
+                }
+            })
+            .join()
+            .expect("thread");
+        }
+    });
+}
+
+/// Records 8 submissions of a one-kernel graph (`hrx_fill_u32` over 4 KiB) into `path`,
+/// with the built-in kernel or the slowed one.
+fn record_fill(path: &Path, slow: bool) {
+    record_on_sim(path, |rt| {
         let buffer = rt.buffer(4096, Placement::HostVisible).expect("buffer");
         let mut spec = fill_u32(1024, 7);
         if slow {
@@ -43,9 +67,7 @@ fn record_fill(path: &Path, slow: bool) {
         for _ in 0..8 {
             graph.submit().expect("submit").wait().expect("wait");
         }
-    }
-    recorder.close().expect("close");
-    std::fs::write(path, sink.contents()).expect("write trace");
+    });
 }
 
 fn diff_json(dir: &Path, args: &[&str]) -> (i32, Value) {
@@ -661,14 +683,8 @@ fn a_trace_without_submissions_against_one_with_some_is_a_regression() {
 /// its own; `nine_first`: the 9-fill thread runs (and so takes submission numbers 1..4)
 /// before the 7-fill one, else after it; `nine`: the second graph's fill value.
 fn record_two_threads(path: &Path, nine_first: bool, nine: u32) {
-    let sink = MemorySink::new();
-    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
-    {
-        let options = RuntimeOptions::sim()
-            .environment(false)
-            .recorder(recorder.clone());
-        let rt = Runtime::new(options).expect("runtime");
-        let mut graphs: Vec<_> = [7, nine]
+    record_on_sim(path, |rt| {
+        let graphs: Vec<_> = [7, nine]
             .into_iter()
             .map(|value| {
                 let buffer = rt.buffer(4096, Placement::HostVisible).expect("buffer");
@@ -677,25 +693,12 @@ fn record_two_threads(path: &Path, nine_first: bool, nine: u32) {
                 graph
                     .gpu(&kernel, &[buffer.view(0..4096).expect("view")])
                     .expect("gpu");
-                Some(graph.prepare().expect("prepare"))
+                graph.prepare().expect("prepare")
             })
             .collect();
         let order = if nine_first { [1, 0] } else { [0, 1] };
-        std::thread::scope(|s| {
-            for i in order {
-                let graph = graphs[i].take().expect("graph");
-                s.spawn(move || {
-                    for _ in 0..4 {
-                        graph.submit().expect("submit").wait().expect("wait");
-                    }
-                })
-                .join()
-                .expect("thread");
-            }
-        });
-    }
-    recorder.close().expect("close");
-    std::fs::write(path, sink.contents()).expect("write trace");
+        submit_from_threads(order.map(|i| &graphs[i]));
+    });
 }
 
 #[test]
@@ -751,13 +754,7 @@ fn outputs_of_two_threads_are_matched_by_graph_and_index_whichever_submission_nu
 /// threads building graphs concurrently may: a prepared graph's id is its graph's, taken
 /// when the graph is created), then each submitted 4 times, the first graph first.
 fn record_prepared_in_order(path: &Path, b_first: bool, value: u32) {
-    let sink = MemorySink::new();
-    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
-    {
-        let options = RuntimeOptions::sim()
-            .environment(false)
-            .recorder(recorder.clone());
-        let rt = Runtime::new(options).expect("runtime");
+    record_on_sim(path, |rt| {
         let fills = [(1024usize, 7), (512, value)];
         let order = if b_first { [1, 0] } else { [0, 1] };
         let mut prepared: Vec<_> = (0..2).map(|_| None).collect();
@@ -777,9 +774,7 @@ fn record_prepared_in_order(path: &Path, b_first: bool, value: u32) {
                 graph.submit().expect("submit").wait().expect("wait");
             }
         }
-    }
-    recorder.close().expect("close");
-    std::fs::write(path, sink.contents()).expect("write trace");
+    });
 }
 
 #[test]
@@ -829,13 +824,7 @@ fn graphs_prepared_in_another_order_are_matched_by_structure() {
 /// prepare in the order `b_first` says (a race in a real program), then submit in turn;
 /// `seeds`: what each thread's data is made of.
 fn record_threads_of_one_structure(path: &Path, b_first: bool, seeds: [u8; 2]) {
-    let sink = MemorySink::new();
-    let recorder = Recorder::with_sink(sink.clone(), RecorderOptions::default()).expect("recorder");
-    {
-        let options = RuntimeOptions::sim()
-            .environment(false)
-            .recorder(recorder.clone());
-        let rt = Runtime::new(options).expect("runtime");
+    record_on_sim(path, |rt| {
         let prepare = |seed: u8| {
             let input = rt.buffer(256, Placement::HostVisible).expect("buffer");
             let pattern: Vec<u8> = (0..=255u8).map(|b| b.wrapping_mul(31) ^ seed).collect();
@@ -854,20 +843,8 @@ fn record_threads_of_one_structure(path: &Path, b_first: bool, seeds: [u8; 2]) {
         for i in order {
             graphs[i] = Some(prepare(seeds[i]));
         }
-        std::thread::scope(|s| {
-            for graph in graphs.iter().flatten() {
-                s.spawn(move || {
-                    for _ in 0..4 {
-                        graph.submit().expect("submit").wait().expect("wait");
-                    }
-                })
-                .join()
-                .expect("thread");
-            }
-        });
-    }
-    recorder.close().expect("close");
-    std::fs::write(path, sink.contents()).expect("write trace");
+        submit_from_threads(graphs.iter().flatten());
+    });
 }
 
 #[test]

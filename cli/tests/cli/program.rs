@@ -947,6 +947,24 @@ fn a_trim_over_an_earlier_trace_says_it_replaced_it() {
     );
 }
 
+/// Records `traced 1` into `dir/t.hrxt`, an earlier trace for a recording to replace; its
+/// bytes.
+fn record_an_earlier_trace(dir: &Path) -> Vec<u8> {
+    let traced = example("traced");
+    let args = [
+        "-q",
+        "record",
+        "-o",
+        "t.hrxt",
+        "--",
+        traced.to_str().unwrap(),
+        "1",
+    ];
+    let earlier = run(dir, &args);
+    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
+    std::fs::read(dir.join("t.hrxt")).unwrap()
+}
+
 #[test]
 fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death() {
     // A full disk at the trace's first write (a file size limit of 0 stands in for it): the
@@ -978,23 +996,7 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
     // A whole earlier trace at t.hrxt: the failing recorder wrote its new recording beside
     // it, to replace it at its first write, so the earlier trace is left as it was (it
     // emptied it in place, and the earlier trace was lost).
-    let record_earlier = || {
-        let earlier = run(
-            dir.path(),
-            &[
-                "-q",
-                "record",
-                "-o",
-                "t.hrxt",
-                "--",
-                example("traced").to_str().unwrap(),
-                "1",
-            ],
-        );
-        assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
-    };
-    record_earlier();
-    let earlier = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    let earlier = record_an_earlier_trace(dir.path());
     let out = record("-q");
     let err = stderr(&out);
     assert!(err.contains("warning: no trace:"), "{err}");
@@ -1036,20 +1038,7 @@ fn a_trace_whose_first_write_fails_leaves_no_empty_file_and_no_word_of_a_death()
 fn a_recording_that_fails_after_its_first_write_keeps_the_earlier_trace() {
     let dir = tempfile::tempdir().unwrap();
     let traced = example("traced");
-    let earlier = run(
-        dir.path(),
-        &[
-            "-q",
-            "record",
-            "-o",
-            "t.hrxt",
-            "--",
-            traced.to_str().unwrap(),
-            "1",
-        ],
-    );
-    assert_eq!(code(&earlier), 0, "{}", stderr(&earlier));
-    let earlier = std::fs::read(dir.path().join("t.hrxt")).unwrap();
+    let earlier = record_an_earlier_trace(dir.path());
     let script = format!(
         "ulimit -f 8; trap '' XFSZ; exec {} record -o t.hrxt -- {} 2000",
         env!("CARGO_BIN_EXE_hrx-trace"),
