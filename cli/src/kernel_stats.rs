@@ -718,9 +718,10 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     if unplaced > 0 {
         writeln!(
             out,
-            "{:<12} {unplaced} region timings joined no submission (a submit missing or far \
-             out of order): the kernel and queue figures leave them out",
-            "unplaced"
+            "{:<12} {} joined no submission (a submit missing or far out of order): the \
+             kernel and queue figures leave them out",
+            "unplaced",
+            plural(unplaced, "region timing")
         )?;
     }
     let backwards = u(&r["ends_before_start"]);

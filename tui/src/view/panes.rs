@@ -767,8 +767,9 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
         lines.push(field(
             "unplaced",
             format!(
-                "{} timings and {} waits name an unrecorded submission",
-                info.unplaced_timings, info.unresolved_waits
+                "{} and {} name an unrecorded submission",
+                units::plural(info.unplaced_timings, "timing"),
+                units::plural(info.unresolved_waits, "wait")
             ),
         ));
     }
