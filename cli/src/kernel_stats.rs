@@ -701,6 +701,12 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
             u(&lost["records"]),
             kinds.join(", ")
         )?;
+    } else if lost["lossy_mode"].as_bool() == Some(true) {
+        // A lossy recording that lost nothing, in every other verb's words (the text said
+        // nothing of the mode, only `--json` did: a fresh user's pass).
+        let mut said = hrx_capture::Lost::default();
+        said.lossy = true;
+        writeln!(out, "{:<12} {}", "lost", said.said().unwrap_or_default())?;
     }
     let waits = &r["recorder_waits"];
     if u(&waits["count"]) > 0 {

@@ -515,6 +515,15 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
         let info: serde_json::Value =
             serde_json::from_str(&stdout(&run(dir.path(), &["info", "--json", file]))).unwrap();
         assert_eq!(info["lost"]["lossy"], lossy, "{file}: {}", info["lost"]);
+        // Its text says the mode in `info`'s words (it said nothing: a fresh user's pass).
+        let text = stdout(&run(dir.path(), &["stats", file]));
+        assert_eq!(
+            text.lines().any(|l| l.starts_with("lost ")
+                && l.ends_with("none, recorded in lossy mode (HRX_TRACE_MODE=lossy: a full \
+                                thread buffer would have dropped records)")),
+            lossy,
+            "{file}: {text}"
+        );
     }
     // Nothing lost: it replays as a lossless recording does, its report saying the mode
     // in `info`'s words; so do `diff` and `record`'s summary (they read as lossless: a
