@@ -401,9 +401,14 @@ pub struct Stats {
 
 impl Stats {
     /// What a trace without operation timings lacks, in words, as every reader says it
-    /// (`stats`, the timeline's statistics); `None` with them.
+    /// (`stats`, the timeline's statistics); `None` with them, and where no region ran
+    /// (a trace cut before its first submission holds no kernel whose operation times it
+    /// could lack: the note read as if the recording had not timed them, a fresh user's pass).
     pub fn operation_times_note(&self) -> Option<&'static str> {
-        (self.op_times.recorded == 0).then_some(
+        let regions = !(self.kernels.is_empty()
+            && self.copy_labels.is_empty()
+            && self.host_callbacks.is_empty());
+        (regions && self.op_times.recorded == 0).then_some(
             "per-operation times: none recorded; kernels are listed by region label only (a \
              native graph under its first kernel, +N the others)",
         )
@@ -1335,6 +1340,26 @@ pub fn stats_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> (Stats, Sc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trace without regions (one cut before its first submission) lacks no operation
+    /// times: no note; one whose regions have none says so.
+    #[test]
+    fn only_a_trace_with_regions_lacks_operation_times() {
+        let (stats, _) = stats_of(&[]);
+        assert_eq!(stats.operation_times_note(), None);
+        let mut with_region = stats.clone();
+        with_region.kernels.push(row(
+            NO_LABEL,
+            "blur".into(),
+            Timings::default(),
+        ));
+        assert!(
+            (with_region.operation_times_note())
+                .is_some_and(|n| n.starts_with("per-operation times: none recorded"))
+        );
+        with_region.op_times.recorded = 1;
+        assert_eq!(with_region.operation_times_note(), None);
+    }
 
     /// `n` waits of 10 ns on the recorder by thread 0, one every 100 ns from 1 µs.
     fn waits_every_100ns(n: u64) -> Vec<Record> {
