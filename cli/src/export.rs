@@ -403,11 +403,24 @@ fn warn(file: &Path, exported: &export::Exported, session: &TraceSession) {
         "the export covers only what was recovered",
         || exported.being_recorded,
     );
-    if exported.unplaced_timings > 0 {
+    // Region and operation timings counted apart, the region timings as `info` and `stats`
+    // count them (one sum read 2 where they read 1: a fresh user's pass).
+    let parts: Vec<String> = [
+        (exported.unplaced_timings, "region timing"),
+        (exported.unplaced_op_timings, "operation timing"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(n, what)| plural(n, what))
+    .collect();
+    if !parts.is_empty() {
+        let one = exported.unplaced_timings + exported.unplaced_op_timings == 1;
         crate::output::warn(format_args!(
-            "{}: {} timings name a submission or region the trace does not record; they are not exported",
+            "{}: {} {} a submission or region the trace does not record; {} not exported",
             file.shown(),
-            exported.unplaced_timings
+            parts.join(" and "),
+            if one { "names" } else { "name" },
+            if one { "it is" } else { "they are" }
         ));
     }
     crate::output::warn_ends_before_start(file, exported.ends_before_start, "exported");

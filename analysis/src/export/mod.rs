@@ -430,9 +430,11 @@ pub struct Exported {
     pub warnings: Vec<Warning>,
     /// How the file ended (`None` for records read from memory).
     pub recovery: Option<Recovery>,
-    /// Region and operation timings that never joined a recorded submission and region:
-    /// they are not exported.
+    /// Region timings that never joined a recorded submission and region: they are not
+    /// exported (counted as `info` and `stats` count them).
     pub unplaced_timings: u64,
+    /// Operation timings that never joined a recorded region: not exported either.
+    pub unplaced_op_timings: u64,
     /// Spans and ranges that end before they start (crafted or damaged times): exported as
     /// 0 ns long.
     pub ends_before_start: u64,
@@ -730,7 +732,8 @@ fn write_to<S: Sink, T: Source>(
             counts: std::mem::take(&mut out.counts),
             warnings: summary.warnings,
             recovery: summary.recovery,
-            unplaced_timings: summary.unplaced_timings + summary.unplaced_op_timings,
+            unplaced_timings: summary.unplaced_timings,
+            unplaced_op_timings: summary.unplaced_op_timings,
             ends_before_start: summary.ends_before_start,
             being_recorded: live,
             host_load: out.host_load.take(),

@@ -2669,3 +2669,30 @@ fn lost_sessions_without_a_calibration_get_ids_of_their_own() {
     assert_eq!(ids(&[&b]), [one[1].clone()]);
     assert_eq!(ids(&[&a]), [one[0].clone()]);
 }
+
+/// Timings naming a submission whose `Submit` the trace lacks (cut, or lost) are counted,
+/// region and operation timings apart, as `info` and `stats` count them (export's one sum
+/// read 2 where they read 1: a fresh user's pass).
+#[test]
+fn timings_of_an_unrecorded_submission_are_counted_by_kind() {
+    let records: Vec<Record> =
+        crate::synthetic::with_op_timings(pipeline(PipelineSpec::ops(30)).into_iter())
+            .filter(|r| !matches!(r, Record::Submit(s) if s.submission == SubmissionIndex(4)))
+            .collect();
+    let region_timings = (records.iter())
+        .filter(|r| matches!(r, Record::RegionTiming(t) if t.submission == SubmissionIndex(4)))
+        .count() as u64;
+    let op_timings = (records.iter())
+        .filter(|r| {
+            matches!(r, Record::OpTiming(t) if t.timing.submission == SubmissionIndex(4))
+        })
+        .count() as u64;
+    assert!(region_timings > 0 && op_timings > 0);
+    let mut out = Vec::new();
+    let clock = ExportClock::absolute(ClockDomain::Monotonic);
+    let exported = write_from(Format::Chrome, clock, &mut out, vec![&records[..]], 2)
+        .unwrap()
+        .remove(0);
+    assert_eq!(exported.unplaced_timings, region_timings);
+    assert_eq!(exported.unplaced_op_timings, op_timings);
+}
