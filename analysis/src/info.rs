@@ -564,6 +564,17 @@ impl TraceInfo {
 }
 
 impl ScanSummary {
+    /// What the runtime was doing where the records end ([`TraceInfo::at_the_end`]), from
+    /// the streaming pass's joins.
+    pub fn at_the_end(&self) -> String {
+        at_the_end(
+            self.index.runtimes().len() > 1,
+            &self.running,
+            &self.in_flight,
+            self.submissions,
+        )
+    }
+
     /// How a signal ended the recorded process, in the words of `info`, `record`'s summary
     /// and `stats` ([`TraceInfo::death`]), from the streaming pass's joins.
     pub fn death(&self) -> Option<String> {
@@ -581,22 +592,22 @@ impl ScanSummary {
     /// holds the file. Records read from memory ([`ScanSummary::recovery`] `None`) have none.
     pub fn ending(&self, ranges: &[TraceRange], live: bool) -> Option<Ending> {
         let recovery = self.recovery.as_ref()?;
-        let at_the_end = || {
-            at_the_end(
-                self.index.runtimes().len() > 1,
-                &self.running,
-                &self.in_flight,
-                self.submissions,
-            )
-        };
-        ending(
-            recovery.closed,
-            live,
-            ranges.iter(),
-            self.death(),
-            at_the_end,
-        )
+        ending(recovery.closed, live, ranges.iter(), self.death(), || {
+            self.at_the_end()
+        })
     }
+}
+
+/// How the trace a timeline was built from ends where that is news ([`TraceInfo::ending`],
+/// in the same words), from the model's facts; `live`: a recorder holds the file. `None`
+/// for records not read from a file. The timeline's trace pane said nothing of a trace cut
+/// short, where `info` and `stats` did (a fresh user's pass).
+pub fn timeline_ending(info: &crate::timeline::TraceInfo, live: bool) -> Option<Ending> {
+    let recovery = info.recovery.as_ref()?;
+    let death = (info.fatal).map(|f| format!("{} {}", f.describe(), info.at_the_end));
+    ending(recovery.closed, live, info.ranges.iter(), death, || {
+        info.at_the_end.clone()
+    })
 }
 
 /// How a trace ends where that is news, as `info`'s `capture` line, `stats`' `ended` line

@@ -450,6 +450,7 @@ impl ModelBuilder {
         self.model.info.producers_not_parked += summary.producers_not_parked;
         self.model.info.running_not_drawn = super::RunningNotDrawn::of(&summary.running);
         self.model.info.timing_lost += summary.timing_lost.len() as u64;
+        self.model.info.at_the_end = summary.at_the_end();
         std::mem::take(&mut self.joins.stats).finish(summary)
     }
 

@@ -439,6 +439,7 @@ impl LiveBuilder {
         model.info.producers_not_parked = summary.producers_not_parked;
         model.info.running_not_drawn = super::RunningNotDrawn::of(&summary.running);
         model.info.timing_lost = summary.timing_lost.len() as u64;
+        model.info.at_the_end = summary.at_the_end();
         model.stats = stats;
         model.first_failure = hazards::first_failure(model, &keys);
         debug_assert_eq!(k, self.settled.subs);

@@ -334,6 +334,11 @@ pub struct TraceInfo {
     /// their graph, queue and label are unknown. `stats` lists them in the same words.
     #[serde(default)]
     pub running_not_drawn: Vec<RunningNotDrawn>,
+    /// What the runtime was doing where the trace ends, in `stats`' words ("after 5
+    /// submissions", "during submission 12, region 2 running"): the trace pane's `ended`
+    /// line of a trace not closed ([`crate::info::timeline_ending`]).
+    #[serde(default)]
+    pub at_the_end: String,
 }
 
 /// A region still running where the trace ends that the timeline cannot draw

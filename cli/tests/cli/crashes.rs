@@ -843,9 +843,27 @@ fn stats_of_a_trace_never_closed_says_where_it_ends() {
         if file == "full.hrxt" {
             assert_eq!(ended, recorded);
         }
+        // The timeline's trace pane says it too (it had no `ended` line for a trace cut
+        // short: a fresh user's pass).
+        assert_eq!(view_ended(dir.path(), file).as_deref(), Some(&*ended), "{file}");
     }
     // A clean close has none, as `record`'s summary has none.
     assert_eq!(stats_ended(dir.path(), "whole.hrxt"), None);
+    assert_eq!(view_ended(dir.path(), "whole.hrxt"), None);
+}
+
+/// The `ended` line of the timeline's trace pane for `file` (its first frame, drawn
+/// headless, wide enough for the whole line).
+fn view_ended(dir: &Path, file: &str) -> Option<String> {
+    let out = hrx_trace(dir)
+        .args(["view", file])
+        .env("HRX_TUI_HEADLESS_FRAME", "240x60")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{file}: {}", stderr(&out));
+    (stdout(&out).lines())
+        .find_map(|l| Some(l.split_once("│ended ")?.1))
+        .map(|l| l.split('│').next().unwrap_or_default().trim().to_owned())
 }
 
 /// Runs `stats --follow ARGS` in `dir` until it ends by itself (a liveness limit of a

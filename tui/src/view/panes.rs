@@ -717,11 +717,16 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
             ),
         ));
     }
-    // How the recorded process ended, where a signal ended it (a crash is never left to
-    // `info` alone).
+    // How the recording ended where that is news, in `stats`' words: a signal (a crash is
+    // never left to `info` alone), a trace cut short or still being written.
+    // A signal's line is kept where its trace was closed after it, as before.
     if let Some(fatal) = info.fatal {
         let red = theme::status_fg(crate::state::SpanStatus::Failed);
-        lines.push(field("ended", Text::styled(fatal.describe(), red)));
+        let died = format!("{} {}", fatal.describe(), info.at_the_end);
+        lines.push(field("ended", Text::styled(died.trim_end().to_owned(), red)));
+    } else if let Some(ended) = hrx_analysis::info::timeline_ending(info, state.recording_now())
+    {
+        lines.push(field("ended", ended.to_string()));
     }
     if let Some(r) = info.recovery.as_ref() {
         if let Some(lost) = r.lost.said() {
