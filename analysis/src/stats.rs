@@ -1348,11 +1348,9 @@ mod tests {
         let (stats, _) = stats_of(&[]);
         assert_eq!(stats.operation_times_note(), None);
         let mut with_region = stats.clone();
-        with_region.kernels.push(row(
-            NO_LABEL,
-            "blur".into(),
-            Timings::default(),
-        ));
+        with_region
+            .kernels
+            .push(row(NO_LABEL, "blur".into(), Timings::default()));
         assert!(
             (with_region.operation_times_note())
                 .is_some_and(|n| n.starts_with("per-operation times: none recorded"))

@@ -725,7 +725,11 @@ pub struct SubmitRefused {
 /// A region waited on a region of an earlier submission (cross-submission ordering).
 ///
 /// For example: submission 12 region 3 waited on submission 11 region 1, write-after-read
-/// on buffer 7 bytes 0..4096.
+/// on buffer 7 bytes 0..4096. A small earlier graph (up to 8 regions) is waited on region
+/// by region, each unfinished region that conflicts; a larger one at its frontier's end,
+/// as a graph's own regions depend on each other: the last region to write the bytes and
+/// those that read them since, which come after every earlier region of it that touched
+/// them (its `Prepared` dependencies say how).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrossWait {
     /// The owning runtime.

@@ -12,8 +12,11 @@
 //! one that wrote its piece, and regions on different lanes may run side by side (the
 //! runtime's scheduler then looks at many ready regions at once). With `REGIONS_EXTRA_AT=K`
 //! a download of another buffer is put before region K (one region more, its label unlike
-//! its neighbours'), so that two recordings differ by one inserted region. Errors print one
-//! line and exit 1.
+//! its neighbours'), so that two recordings differ by one inserted region. With
+//! `REGIONS_IN_FLIGHT=K` (default 1) it submits K times before it waits for the oldest, so
+//! that K submissions of the graph are in flight at once (each later one waits across for
+//! the earlier ones; the graph needs K slots, which it reserves). Errors print one line and
+//! exit 1.
 
 use hrx::{Placement, Runtime, RuntimeOptions};
 
@@ -42,7 +45,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(k) => Some(k.parse()?),
         Err(_) => None,
     };
-    let runtime = Runtime::new(RuntimeOptions::sim())?;
+    let flights: usize = match std::env::var("REGIONS_IN_FLIGHT") {
+        Ok(k) => k.parse()?,
+        Err(_) => 1,
+    };
+    if flights == 0 {
+        return Err("REGIONS_IN_FLIGHT must be at least 1".into());
+    }
+    let mut options = RuntimeOptions::sim();
+    if flights > 1 {
+        options = options.graph_slots(flights).capacity(flights.max(8));
+    }
+    let runtime = Runtime::new(options)?;
     let device = runtime.buffer(PIECE_BYTES * pieces, Placement::GpuLocal)?;
     let staging = runtime.buffer(PIECE_BYTES * pieces, Placement::HostVisible)?;
     let other = runtime.buffer(PIECE_BYTES, Placement::GpuLocal)?;
@@ -69,8 +83,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let graph = graph.prepare()?;
+    let mut in_flight: std::collections::VecDeque<hrx::Completion> = Default::default();
     for _ in 0..submissions {
-        graph.submit()?.wait()?;
+        if in_flight.len() == flights
+            && let Some(oldest) = in_flight.pop_front()
+        {
+            oldest.wait()?;
+        }
+        in_flight.push_back(graph.submit()?);
+    }
+    for completion in in_flight {
+        completion.wait()?;
     }
     Ok(())
 }

@@ -283,6 +283,154 @@ impl Frontier {
     }
 }
 
+/// A prepared graph's [`Frontier`] after its last region, frozen flat (two allocations, as
+/// [`super::submit::Dependents`]): per buffer, the disjoint segments its regions touched,
+/// each with the last region that wrote it and the regions that read it since.
+///
+/// A later submission's region that conflicts with any region of the graph conflicts with
+/// one of these (a region that touched bytes before their last writer is a dependency of
+/// that writer, transitively; one that read them since is listed), so waiting for them
+/// orders it after every region it conflicts with: the cross-submission form of the
+/// frontier the graph's own dependencies come from, found by a binary search per use. The
+/// scheduler compared every pair of regions of the two submissions before, quadratic for
+/// two large graphs in flight at once. The transitivity holds for regions that succeed (a
+/// region runs only after its dependencies are done); a wait on a region that failed or was
+/// cancelled lasts until its submission has left ([`super::scheduler`]).
+#[derive(Default)]
+pub(crate) struct Tail {
+    /// By buffer id, then start.
+    segments: Box<[TailSegment]>,
+    /// The readers of every segment, one run each.
+    readers: Box<[u32]>,
+}
+
+struct TailSegment {
+    buffer: u64,
+    start: usize,
+    end: usize,
+    /// The last writer, `u32::MAX` for none.
+    writer: u32,
+    /// `Tail::readers[readers.0..readers.1]`.
+    readers: (u32, u32),
+}
+
+impl Frontier {
+    /// The frontier as it stands, frozen ([`Tail`]).
+    pub fn into_tail(self) -> Tail {
+        let mut buffers: Vec<(u64, Vec<Segment>)> = self.buffers.into_iter().collect();
+        buffers.sort_unstable_by_key(|(id, _)| *id);
+        let mut segments = Vec::new();
+        let mut readers = Vec::new();
+        for (buffer, list) in buffers {
+            for s in list {
+                if s.writer.is_none() && s.readers.is_empty() {
+                    continue;
+                }
+                let first = readers.len() as u32;
+                readers.extend(s.readers.iter().map(|&r| r as u32));
+                segments.push(TailSegment {
+                    buffer,
+                    start: s.start,
+                    end: s.end,
+                    writer: s.writer.map_or(u32::MAX, |w| w as u32),
+                    readers: (first, readers.len() as u32),
+                });
+            }
+        }
+        Tail {
+            segments: segments.into(),
+            readers: readers.into(),
+        }
+    }
+}
+
+impl Tail {
+    /// The hazards of a later operation with `uses` on the graph's regions as they stand at
+    /// its end ([`Tail`]), as [`Frontier::hazards`] gives them: `producer` is the earlier
+    /// graph's region, each range the bytes of one conflict (touching ones of a producer
+    /// and kind merged), sorted by producer, kind, buffer and start.
+    pub fn hazards(&self, uses: &[Use]) -> Vec<Hazard> {
+        let mut hazards = Vec::new();
+        for use_ in uses {
+            if use_.view.is_empty() {
+                continue;
+            }
+            let buffer = use_.buffer_id();
+            let range = use_.view.range();
+            let first = self.segments.partition_point(|s| {
+                s.buffer < buffer || (s.buffer == buffer && s.end <= range.start)
+            });
+            for s in self.segments[first..]
+                .iter()
+                .take_while(|s| s.buffer == buffer && s.start < range.end)
+            {
+                let bytes = s.start.max(range.start)..s.end.min(range.end);
+                if s.writer != u32::MAX {
+                    hazards.push(Hazard {
+                        producer: s.writer as usize,
+                        kind: if use_.access.reads() {
+                            HazardKind::ReadAfterWrite
+                        } else {
+                            HazardKind::WriteAfterWrite
+                        },
+                        buffer,
+                        range: bytes.clone(),
+                    });
+                }
+                if use_.access.writes() {
+                    let (from, to) = s.readers;
+                    hazards.extend(self.readers[from as usize..to as usize].iter().map(|&r| {
+                        Hazard {
+                            producer: r as usize,
+                            kind: HazardKind::WriteAfterRead,
+                            buffer,
+                            range: bytes.clone(),
+                        }
+                    }));
+                }
+            }
+        }
+        // Merged after a sort, not one by one: a write over a segment read by many regions
+        // gives a hazard per reader.
+        hazards.sort_unstable_by_key(|h| (h.producer, h.kind, h.buffer, h.range.start));
+        hazards.dedup_by(|next, kept| {
+            let touching = kept.producer == next.producer
+                && kept.kind == next.kind
+                && kept.buffer == next.buffer
+                && next.range.start <= kept.range.end;
+            if touching {
+                kept.range.end = kept.range.end.max(next.range.end);
+            }
+            touching
+        });
+        hazards
+    }
+}
+
+/// Whether any use of `a` conflicts with any of `b`, both [`summarize`]d (by buffer, then
+/// offset, disjoint within a buffer): a binary search per use of the shorter, not every pair.
+pub(crate) fn any_conflict(a: &[Use], b: &[Use]) -> bool {
+    let (few, many) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if many.len() <= 8 {
+        return few.iter().any(|u| many.iter().any(|m| u.conflicts(m)));
+    }
+    few.iter().any(|u| {
+        let (buffer, start, end) = (
+            u.buffer_id(),
+            u.view.offset(),
+            u.view.offset() + u.view.len(),
+        );
+        let first = many.partition_point(|m| {
+            let id = m.buffer_id();
+            id < buffer || (id == buffer && m.view.offset() + m.view.len() <= start)
+        });
+        many[first..]
+            .iter()
+            .take_while(|m| m.buffer_id() == buffer && m.view.offset() < end)
+            .any(|m| u.conflicts(m))
+    })
+}
+
 /// Hazards between an earlier group of uses and a later one (cross-submission waits):
 /// one per conflicting pair, with the intersecting bytes. `producer` is left 0.
 pub(crate) fn hazards_between(earlier: &[Use], later: &[Use]) -> Vec<Hazard> {
@@ -619,5 +767,101 @@ mod tests {
             }]
         );
         assert!(hazards_between(&earlier, &[use_(&a, 0..10, Access::Read)]).is_empty());
+    }
+
+    /// Random graphs of up to 24 regions over two buffers and a later region: every region
+    /// the later one conflicts with (pair by pair, the scheduler's check for small graphs) is
+    /// one the graph's frontier end names ([`Tail`]) or a dependency, transitively, of one
+    /// it names; it names no region the later one does not conflict with, and its ranges lie
+    /// inside the conflicts.
+    #[test]
+    fn a_tail_names_every_conflict_directly_or_through_a_dependency() {
+        use proptest::prelude::*;
+        let rt = runtime();
+        let buffers = [
+            rt.buffer(64, Placement::GpuLocal).unwrap(),
+            rt.buffer(64, Placement::GpuLocal).unwrap(),
+        ];
+        let access = prop_oneof![
+            Just(Access::Read),
+            Just(Access::Write),
+            Just(Access::ReadWrite)
+        ];
+        let one = (0..2usize, 0..64usize, 1..24usize, access)
+            .prop_map(|(b, start, len, a)| (b, start, (start + len).min(64), a));
+        let region = proptest::collection::vec(one, 1..4);
+        let graph = proptest::collection::vec(region.clone(), 1..24);
+        proptest!(|(graph in graph, later in region)| {
+            let to_uses = |list: &[(usize, usize, usize, Access)]| -> Vec<Use> {
+                summarize(list.iter().map(|&(b, s, e, a)| use_(&buffers[b], s..e, a)))
+            };
+            let regions: Vec<Vec<Use>> = graph.iter().map(|r| to_uses(r)).collect();
+            let later = to_uses(&later);
+            let mut frontier = Frontier::default();
+            // Each region's dependencies, then their transitive closure.
+            let mut before: Vec<Vec<bool>> = Vec::new();
+            for (i, uses) in regions.iter().enumerate() {
+                let mut row = vec![false; regions.len()];
+                for h in frontier.hazards(i, uses) {
+                    row[h.producer] = true;
+                    for (j, &b) in before[h.producer].iter().enumerate() {
+                        row[j] |= b;
+                    }
+                }
+                before.push(row);
+            }
+            let tail = frontier.into_tail().hazards(&later);
+            let named: Vec<usize> = tail.iter().map(|h| h.producer).collect();
+            for h in &tail {
+                let pairs = hazards_between(&regions[h.producer], &later);
+                prop_assert!(
+                    pairs.iter().any(|p| p.kind == h.kind
+                        && p.buffer == h.buffer
+                        && p.range.start <= h.range.start
+                        && h.range.end <= p.range.end)
+                        || pairs.iter().any(|p| p.buffer == h.buffer
+                            && p.range.start <= h.range.start
+                            && h.range.end <= p.range.end),
+                    "{h:?} not inside {pairs:?}"
+                );
+            }
+            for (r, uses) in regions.iter().enumerate() {
+                if hazards_between(uses, &later).is_empty() {
+                    continue;
+                }
+                prop_assert!(
+                    named.contains(&r) || named.iter().any(|&n| before[n][r]),
+                    "region {r} conflicts, named {named:?}"
+                );
+            }
+        });
+    }
+
+    /// [`any_conflict`]'s search gives what comparing every pair gives, past the few uses it
+    /// compares pair by pair.
+    #[test]
+    fn any_conflict_is_every_pairs_answer() {
+        use proptest::prelude::*;
+        let rt = runtime();
+        let buffers: Vec<_> = (0..4)
+            .map(|_| rt.buffer(256, Placement::GpuLocal).unwrap())
+            .collect();
+        let access = prop_oneof![
+            Just(Access::Read),
+            Just(Access::Write),
+            Just(Access::ReadWrite)
+        ];
+        let one = (0..4usize, 0..256usize, 1..40usize, access)
+            .prop_map(|(b, start, len, a)| (b, start, (start + len).min(256), a));
+        let group = proptest::collection::vec(one, 1..40);
+        proptest!(|(a in group.clone(), b in group)| {
+            let to_uses = |list: &[(usize, usize, usize, Access)]| -> Vec<Use> {
+                summarize(list.iter().map(|&(i, s, e, x)| use_(&buffers[i], s..e, x)))
+            };
+            let (a, b) = (to_uses(&a), to_uses(&b));
+            let every_pair = a.iter().any(|x| b.iter().any(|y| x.conflicts(y)));
+            prop_assert_eq!(any_conflict(&a, &b), every_pair);
+            prop_assert_eq!(any_conflict(&b, &a), every_pair);
+        });
     }
 }

@@ -203,6 +203,13 @@ impl Graph {
             region.dependencies = region.hazards.iter().map(|h| h.producer).collect();
             region.dependencies.dedup();
         }
+        // A later submission's cross waits on a large graph are looked up in its frontier's
+        // end (`Tail`); a small one's regions are compared pair by pair.
+        let tail = if regions.len() >= super::scheduler::TRACKED_REGIONS {
+            frontier.into_tail()
+        } else {
+            Default::default()
+        };
         let uses = summarize(regions.iter().flat_map(|r| r.uses.iter().cloned()));
         let slots = self.slots;
         let parallel = regions
@@ -234,6 +241,7 @@ impl Graph {
             regions,
             operations_before,
             dependents,
+            tail,
             uses,
             snapshot: if context.tracer.on() {
                 super::submit::SnapshotUses::of(self.entries.iter().map(|e| &e.uses[..]))

@@ -42,7 +42,7 @@
 //! ([`Scheduler::resolve`], [`super::defer`]): no lock holder sees it still running.
 
 use super::completion::{Signal, publish_all, retire_own_slot, retire_slot};
-use super::dependencies::hazards_between;
+use super::dependencies::{any_conflict, hazards_between};
 use super::region::Region;
 use super::shared::{HasParked, Parked};
 use super::submit::Prepared;
@@ -513,12 +513,31 @@ impl Scheduler {
     ) -> (Wake, Option<Task>) {
         let mut waits = Vec::new();
         for earlier in &self.in_flight {
-            if !earlier
-                .prepared
-                .uses
-                .iter()
-                .any(|e| prepared.uses.iter().any(|u| e.conflicts(u)))
-            {
+            if !any_conflict(&earlier.prepared.uses, &prepared.uses) {
+                continue;
+            }
+            if earlier.prepared.regions.len() >= TRACKED_REGIONS {
+                // A large graph: its regions at the frontier's end, looked up per use
+                // (`Tail`), not every pair of regions.
+                for (r, region) in prepared.regions.iter().enumerate() {
+                    let hazards = earlier.prepared.tail.hazards(&region.uses);
+                    for pair in hazards.chunk_by(|a, b| a.producer == b.producer) {
+                        let er = pair[0].producer;
+                        // Done: so is every region it depended on.
+                        if earlier.states[er] == State::Done {
+                            continue;
+                        }
+                        super::record::cross_wait(
+                            prepared.tracer(),
+                            submission,
+                            r,
+                            earlier.submission,
+                            er,
+                            pair,
+                        );
+                        waits.push((r, earlier.submission, er));
+                    }
+                }
                 continue;
             }
             for (er, earlier_region) in earlier.prepared.regions.iter().enumerate() {
@@ -586,7 +605,12 @@ impl Scheduler {
     }
 
     /// Whether every region of an earlier submission that `region` waits for (`waits`: its
-    /// submission's cross waits, by region) has finished (or left with its submission).
+    /// submission's cross waits, by region) is done, or has left with its submission. A
+    /// region that failed or was cancelled is waited for until its submission leaves: a
+    /// large graph's waits name only the regions at its frontier's end
+    /// ([`super::dependencies::Tail`]), which
+    /// stand for the regions before them only once done (a region cancelled while one it
+    /// depended on still runs ended first).
     #[inline(always)]
     fn waits_over(&self, waits: &[(usize, u64, usize)], region: usize) -> bool {
         if waits.is_empty() {
@@ -598,7 +622,7 @@ impl Scheduler {
             .take_while(|&&(waiting, ..)| waiting == region)
             .all(|&(_, submission, r)| {
                 self.position(submission)
-                    .is_none_or(|p| self.in_flight[p].states[r].finished())
+                    .is_none_or(|p| self.in_flight[p].states[r] == State::Done)
             })
     }
 

@@ -36,7 +36,7 @@
 //! (the last three `Busy`). A caller told `Busy` may retry; one told `DeviceLost` may not.
 
 use super::completion::Signal;
-use super::dependencies::Use;
+use super::dependencies::{Tail, Use};
 use super::region::Region;
 use super::shared::RuntimeOwner;
 use super::types::RegionInfo;
@@ -59,6 +59,10 @@ pub(crate) struct Prepared {
     /// For a graph of at least [`super::scheduler::TRACKED_REGIONS`] regions, the regions
     /// that depend on each region ([`Dependents`]); empty for a smaller one.
     pub dependents: Dependents,
+    /// For a graph of at least [`super::scheduler::TRACKED_REGIONS`] regions, its
+    /// frontier after its last region ([`Tail`]): what a later submission's regions wait
+    /// for; empty for a smaller one.
+    pub tail: Tail,
     pub uses: Vec<Use>,
     /// Whether each slot's submission is still in flight.
     /// Read and written only under the scheduler lock (atomics only to be shared).

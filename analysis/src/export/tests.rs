@@ -2675,17 +2675,14 @@ fn lost_sessions_without_a_calibration_get_ids_of_their_own() {
 /// read 2 where they read 1: a fresh user's pass).
 #[test]
 fn timings_of_an_unrecorded_submission_are_counted_by_kind() {
-    let records: Vec<Record> =
-        crate::synthetic::with_op_timings(pipeline(PipelineSpec::ops(30)).into_iter())
-            .filter(|r| !matches!(r, Record::Submit(s) if s.submission == SubmissionIndex(4)))
-            .collect();
+    let records: Vec<Record> = crate::synthetic::with_op_timings(pipeline(PipelineSpec::ops(30)))
+        .filter(|r| !matches!(r, Record::Submit(s) if s.submission == SubmissionIndex(4)))
+        .collect();
     let region_timings = (records.iter())
         .filter(|r| matches!(r, Record::RegionTiming(t) if t.submission == SubmissionIndex(4)))
         .count() as u64;
     let op_timings = (records.iter())
-        .filter(|r| {
-            matches!(r, Record::OpTiming(t) if t.timing.submission == SubmissionIndex(4))
-        })
+        .filter(|r| matches!(r, Record::OpTiming(t) if t.timing.submission == SubmissionIndex(4)))
         .count() as u64;
     assert!(region_timings > 0 && op_timings > 0);
     let mut out = Vec::new();

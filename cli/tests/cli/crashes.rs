@@ -845,7 +845,11 @@ fn stats_of_a_trace_never_closed_says_where_it_ends() {
         }
         // The timeline's trace pane says it too (it had no `ended` line for a trace cut
         // short: a fresh user's pass).
-        assert_eq!(view_ended(dir.path(), file).as_deref(), Some(&*ended), "{file}");
+        assert_eq!(
+            view_ended(dir.path(), file).as_deref(),
+            Some(&*ended),
+            "{file}"
+        );
     }
     // A clean close has none, as `record`'s summary has none.
     assert_eq!(stats_ended(dir.path(), "whole.hrxt"), None);

@@ -519,8 +519,10 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
         let text = stdout(&run(dir.path(), &["stats", file]));
         assert_eq!(
             text.lines().any(|l| l.starts_with("lost ")
-                && l.ends_with("none, recorded in lossy mode (HRX_TRACE_MODE=lossy: a full \
-                                thread buffer would have dropped records)")),
+                && l.ends_with(
+                    "none, recorded in lossy mode (HRX_TRACE_MODE=lossy: a full \
+                                thread buffer would have dropped records)"
+                )),
             lossy,
             "{file}: {text}"
         );

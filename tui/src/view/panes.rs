@@ -723,9 +723,11 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
     if let Some(fatal) = info.fatal {
         let red = theme::status_fg(crate::state::SpanStatus::Failed);
         let died = format!("{} {}", fatal.describe(), info.at_the_end);
-        lines.push(field("ended", Text::styled(died.trim_end().to_owned(), red)));
-    } else if let Some(ended) = hrx_analysis::info::timeline_ending(info, state.recording_now())
-    {
+        lines.push(field(
+            "ended",
+            Text::styled(died.trim_end().to_owned(), red),
+        ));
+    } else if let Some(ended) = hrx_analysis::info::timeline_ending(info, state.recording_now()) {
         lines.push(field("ended", ended.to_string()));
     }
     if let Some(r) = info.recovery.as_ref() {
