@@ -459,48 +459,68 @@ pub(crate) fn hazards_between(earlier: &[Use], later: &[Use]) -> Vec<Hazard> {
 
 /// Merges uses into the fewest disjoint ranges per buffer, each carrying the union of the
 /// accesses that cover it. Output is ordered by buffer id, then offset.
+///
+/// One sweep over the uses' ends, sorted, counting the accesses open at each point: a graph's
+/// summary of 100,000 regions over as many pieces of a buffer compared every piece with every
+/// use before (a search of the buffers per use, then every use per pair of points).
 pub(crate) fn summarize(uses: impl IntoIterator<Item = Use>) -> Vec<Use> {
-    let mut by_buffer: Vec<(u64, Vec<Use>)> = Vec::new();
+    let kind = |a: Access| match a {
+        Access::Read => 0,
+        Access::Write => 1,
+        Access::ReadWrite => 2,
+    };
+    const KINDS: [Access; 3] = [Access::Read, Access::Write, Access::ReadWrite];
+    // (buffer id, position, +1 or -1, access kind, the use whose buffer handle it is).
+    let mut ends: Vec<(u64, usize, i8, u8)> = Vec::new();
+    let mut handles: Vec<(u64, crate::Buffer)> = Vec::new();
     for use_ in uses {
         if use_.view.is_empty() {
             continue;
         }
         let id = use_.buffer_id();
-        match by_buffer.iter_mut().find(|(b, _)| *b == id) {
-            Some((_, list)) => list.push(use_),
-            None => by_buffer.push((id, vec![use_])),
+        let range = use_.view.range();
+        let k = kind(use_.access);
+        ends.push((id, range.start, 1, k));
+        ends.push((id, range.end, -1, k));
+        if handles.last().is_none_or(|(last, _)| *last != id) {
+            handles.push((id, use_.view.buffer().clone()));
         }
     }
-    by_buffer.sort_by_key(|(id, _)| *id);
+    handles.sort_unstable_by_key(|(id, _)| *id);
+    handles.dedup_by_key(|(id, _)| *id);
+    ends.sort_unstable_by_key(|&(id, position, ..)| (id, position));
     let mut out = Vec::new();
-    for (_, list) in by_buffer {
-        let mut points: Vec<usize> = list
-            .iter()
-            .flat_map(|u| [u.view.offset(), u.view.offset() + u.view.len()])
-            .collect();
-        points.sort_unstable();
-        points.dedup();
-        let buffer = list[0].view.buffer().clone();
+    let mut i = 0;
+    while i < ends.len() {
+        let id = ends[i].0;
+        let buffer = &handles[handles.partition_point(|(h, _)| *h < id)].1;
+        let mut open = [0u32; 3];
         let mut current: Option<(usize, usize, Access)> = None;
-        for window in points.windows(2) {
-            let (start, end) = (window[0], window[1]);
-            let access = list
-                .iter()
-                .filter(|u| u.view.offset() <= start && end <= u.view.offset() + u.view.len())
-                .map(|u| u.access)
+        while i < ends.len() && ends[i].0 == id {
+            let position = ends[i].1;
+            while i < ends.len() && ends[i].0 == id && ends[i].1 == position {
+                let (_, _, delta, k) = ends[i];
+                let slot = &mut open[k as usize];
+                *slot = if delta > 0 { *slot + 1 } else { *slot - 1 };
+                i += 1;
+            }
+            let next = (i < ends.len() && ends[i].0 == id).then(|| ends[i].1);
+            let access = (open.iter().zip(KINDS))
+                .filter(|&(&n, _)| n > 0)
+                .map(|(_, a)| a)
                 .reduce(Access::union);
-            match (current, access) {
-                (Some((s, e, a)), Some(access)) if e == start && a == access => {
+            match (current, access, next) {
+                (Some((s, e, a)), Some(access), Some(end)) if e == position && a == access => {
                     current = Some((s, end, a))
                 }
-                (previous, access) => {
+                (previous, access, next) => {
                     if let Some((s, e, a)) = previous {
                         out.push(Use {
                             view: buffer.view(s..e).expect("inside the buffer"),
                             access: a,
                         });
                     }
-                    current = access.map(|a| (start, end, a));
+                    current = access.zip(next).map(|(a, end)| (position, end, a));
                 }
             }
         }
@@ -862,6 +882,57 @@ mod tests {
             let every_pair = a.iter().any(|x| b.iter().any(|y| x.conflicts(y)));
             prop_assert_eq!(any_conflict(&a, &b), every_pair);
             prop_assert_eq!(any_conflict(&b, &a), every_pair);
+        });
+    }
+
+    /// [`summarize`] against each byte's union of the accesses covering it: the same
+    /// accesses byte by byte, ranges sorted and disjoint, neighbours that touch with one
+    /// access merged.
+    #[test]
+    fn a_summary_is_each_bytes_union_in_the_fewest_ranges() {
+        use proptest::prelude::*;
+        let rt = runtime();
+        let buffers = [
+            rt.buffer(64, Placement::GpuLocal).unwrap(),
+            rt.buffer(64, Placement::GpuLocal).unwrap(),
+        ];
+        let access = prop_oneof![
+            Just(Access::Read),
+            Just(Access::Write),
+            Just(Access::ReadWrite)
+        ];
+        let one = (0..2usize, 0..64usize, 0..24usize, access)
+            .prop_map(|(b, start, len, a)| (b, start, (start + len).min(64), a));
+        proptest!(|(list in proptest::collection::vec(one, 0..30))| {
+            let summary = summarize(
+                list.iter().map(|&(b, s, e, a)| use_(&buffers[b], s..e, a)),
+            );
+            for (b, buffer) in buffers.iter().enumerate() {
+                let mut expected: Vec<Option<Access>> = vec![None; 64];
+                for &(_, s, e, a) in list.iter().filter(|u| u.0 == b) {
+                    for byte in &mut expected[s..e] {
+                        *byte = Some(byte.map_or(a, |x| x.union(a)));
+                    }
+                }
+                let mut got: Vec<Option<Access>> = vec![None; 64];
+                let mine: Vec<_> = summary.iter().filter(|u| u.buffer_id() == buffer.id()).collect();
+                for u in &mine {
+                    for byte in &mut got[u.view.range()] {
+                        prop_assert!(byte.is_none(), "overlapping ranges: {:?}", mine.iter().map(|u| u.view.range()).collect::<Vec<_>>());
+                        *byte = Some(u.access);
+                    }
+                }
+                prop_assert_eq!(&got, &expected);
+                for pair in mine.windows(2) {
+                    prop_assert!(pair[0].view.range().end <= pair[1].view.range().start);
+                    prop_assert!(
+                        pair[0].view.range().end < pair[1].view.range().start
+                            || pair[0].access != pair[1].access
+                    );
+                }
+            }
+            let ids: Vec<u64> = summary.iter().map(Use::buffer_id).collect();
+            prop_assert!(ids.windows(2).all(|w| w[0] <= w[1]));
         });
     }
 }
