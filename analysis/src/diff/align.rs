@@ -370,7 +370,7 @@ pub fn align_graphs(base: &Profile, new: &mut Profile) -> Aligned {
 
 /// Whether `a` and `b` are traces of one recording: the same session start (host, process,
 /// wall clock and monotonic base), as a trim or a capture range keeps it.
-fn one_recording(a: &Profile, b: &Profile) -> bool {
+pub(super) fn one_recording(a: &Profile, b: &Profile) -> bool {
     match (&a.session, &b.session) {
         (Some(a), Some(b)) => {
             (&a.host, a.pid, a.wall_clock_utc, a.monotonic_base_ns)

@@ -260,8 +260,8 @@ pub struct Matched {
     /// the same prepared graphs, however often each), else by submission number.
     pub by_graph: bool,
     /// Where either trace holds a range (a range recording, a trim): the submissions
-    /// compared, those both hold, per runtime rank ([`common_range`]); outputs and
-    /// outcomes are then keyed by submission number. `None` when both are whole.
+    /// compared, those both hold, per runtime rank ([`common_range`]); a graph's n-th
+    /// submission is counted among those. `None` when both are whole.
     pub compared: Option<std::collections::BTreeMap<u32, Held>>,
     /// Outputs compared and equal.
     pub identical: u64,

@@ -605,10 +605,35 @@ fn a_trim_against_another_recording_pairs_by_graph_though_a_graph_is_not_in_its_
     let base = two_threads(40, threads);
     // The other recording: the first thread ran its submits first, the second after.
     let other = two_threads_by(40, threads, |s| u64::from(s >= 20));
-    let part = trimmed(&other, 25, 35);
-    let (_, m) = aligned(&base, &part);
+    let part: Vec<Record> = trimmed(&other, 25, 35)
+        .into_iter()
+        .map(another_process)
+        .collect();
+    let (bp, mut np) = (profile_records(&base), profile_records(&part));
+    align_graphs(&bp, &mut np);
+    let m = match_streams((&bp, stream(&base)), (&np, stream(&part))).unwrap();
     assert!(m.differing.is_empty(), "{:?}", m.differing.first());
     assert!(m.identical > 0, "{m:?}");
+    // The one-sided submissions are said to come of the numbering, not of a change.
+    let c = compare(&bp, &np, &m, 2.0);
+    assert_eq!(c.verdict_name(), "different", "{:?}", c.reasons);
+    assert!(
+        (c.reasons.iter()).any(|r| r.contains("the range new holds")
+            && r.contains("(by submission number: in another recording")),
+        "{:?}",
+        c.reasons
+    );
+    // Against its own recording, no such words: the numbers are the same submissions.
+    let own = trimmed(&other, 25, 35);
+    let (op, mut tp) = (profile_records(&other), profile_records(&own));
+    align_graphs(&op, &mut tp);
+    let m = match_streams((&op, stream(&other)), (&tp, stream(&own))).unwrap();
+    let c = compare(&op, &tp, &m, 2.0);
+    assert!(
+        !(c.reasons.iter()).any(|r| r.contains("by submission number")),
+        "{:?}",
+        c.reasons
+    );
 }
 
 /// `records` as `trim --submissions start..end` writes them: the records of submissions

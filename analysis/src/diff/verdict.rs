@@ -854,7 +854,25 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
             [false, true] => "the range new holds; base's others are not compared".to_owned(),
             _ => "the range base holds; new's others are not compared".to_owned(),
         };
-        reasons.push(format!("compared {}, {which}", submissions.join(", ")));
+        // In another recording the numbers may name other graphs' submissions (threads that
+        // submit at once number them as they run): their one-sided outputs say it, not a
+        // change.
+        let one_sided = m
+            .outputs_one_sided
+            .iter()
+            .chain(&m.submissions_one_sided)
+            .sum::<u64>();
+        let hint = if one_sided > 0 && !super::align::one_recording(base, new) {
+            " (by submission number: in another recording, threads submitting at once may \
+             have given those numbers to other graphs' submissions, which then read as in one \
+             trace only; compare whole recordings for like counts)"
+        } else {
+            ""
+        };
+        reasons.push(format!(
+            "compared {}, {which}{hint}",
+            submissions.join(", ")
+        ));
     }
     let past_window = m.unmatched_past_window.iter().sum::<u64>();
     if past_window > 0 {
