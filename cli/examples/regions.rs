@@ -2,11 +2,11 @@
 //! figures in BENCHMARKS.md, "Replay at scale" and "Session 57: diff's memory"); no test
 //! runs it.
 //!
-//! `regions N [SUBMISSIONS [PIECES]]`: creates a runtime on the software device (so `HRX_TRACE` and
-//! the other variables apply), builds one graph of N regions, runs of one to four fills on
-//! the Compute lane alternating with one upload on the Upload lane (so each run is a region of
-//! its own), prepares it once and submits it SUBMISSIONS times (default 1), waiting for each,
-//! then exits 0. The operations write the PIECES (default 1) 64-byte pieces of a GPU-local
+//! `regions N [SUBMISSIONS [PIECES]]`: creates a runtime on the software device, or on the
+//! backend `HRX_BACKEND` names where it is set (`HRX_TRACE` and the other variables apply),
+//! builds one graph of N regions, runs of one to four fills on the Compute lane alternating
+//! with one upload on the Upload lane (so each run is a region of its own), prepares it once
+//! and submits it SUBMISSIONS times (default 1), waiting for each, then exits 0. The operations write the PIECES (default 1) 64-byte pieces of a GPU-local
 //! buffer in turn, an upload from the same piece of a host-visible one: with one piece each
 //! region depends on the one before it (a chain); with more, a region depends on the last
 //! one that wrote its piece, and regions on different lanes may run side by side (the
@@ -52,7 +52,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     if flights == 0 {
         return Err("REGIONS_IN_FLIGHT must be at least 1".into());
     }
-    let mut options = RuntimeOptions::sim();
+    // The software device unless `HRX_BACKEND` names another (a GPU host's runs).
+    let mut options = if std::env::var_os("HRX_BACKEND").is_some() {
+        RuntimeOptions::default()
+    } else {
+        RuntimeOptions::sim()
+    };
     if flights > 1 {
         options = options.graph_slots(flights).capacity(flights.max(8));
     }

@@ -776,6 +776,23 @@ mod tests {
         assert!(hazards_between(&earlier, &[use_(&a, 0..10, Access::Read)]).is_empty());
     }
 
+    /// A random use of `buffers` buffers of `bytes` bytes: (buffer, start, end, access), of
+    /// a length in `lens`, cut at the buffer's end.
+    fn random_use(
+        buffers: usize,
+        bytes: usize,
+        lens: Range<usize>,
+    ) -> impl proptest::strategy::Strategy<Value = (usize, usize, usize, Access)> + Clone {
+        use proptest::prelude::*;
+        let access = prop_oneof![
+            Just(Access::Read),
+            Just(Access::Write),
+            Just(Access::ReadWrite)
+        ];
+        (0..buffers, 0..bytes, lens, access)
+            .prop_map(move |(b, start, len, a)| (b, start, (start + len).min(bytes), a))
+    }
+
     /// Random graphs of up to 24 regions over two buffers and a later region: every region
     /// the later one conflicts with (pair by pair, the scheduler's check for small graphs) is
     /// one the graph's frontier end names ([`Tail`]) or a dependency, transitively, of one
@@ -789,14 +806,7 @@ mod tests {
             rt.buffer(64, Placement::GpuLocal).unwrap(),
             rt.buffer(64, Placement::GpuLocal).unwrap(),
         ];
-        let access = prop_oneof![
-            Just(Access::Read),
-            Just(Access::Write),
-            Just(Access::ReadWrite)
-        ];
-        let one = (0..2usize, 0..64usize, 1..24usize, access)
-            .prop_map(|(b, start, len, a)| (b, start, (start + len).min(64), a));
-        let region = proptest::collection::vec(one, 1..4);
+        let region = proptest::collection::vec(random_use(2, 64, 1..24), 1..4);
         let graph = proptest::collection::vec(region.clone(), 1..24);
         proptest!(|(graph in graph, later in region)| {
             let to_uses = |list: &[(usize, usize, usize, Access)]| -> Vec<Use> {
@@ -859,14 +869,7 @@ mod tests {
         let buffers: Vec<_> = (0..4)
             .map(|_| rt.buffer(256, Placement::GpuLocal).unwrap())
             .collect();
-        let access = prop_oneof![
-            Just(Access::Read),
-            Just(Access::Write),
-            Just(Access::ReadWrite)
-        ];
-        let one = (0..4usize, 0..256usize, 1..40usize, access)
-            .prop_map(|(b, start, len, a)| (b, start, (start + len).min(256), a));
-        let group = proptest::collection::vec(one, 1..40);
+        let group = proptest::collection::vec(random_use(4, 256, 1..40), 1..40);
         proptest!(|(a in group.clone(), b in group)| {
             let to_uses = |list: &[(usize, usize, usize, Access)]| -> Vec<Use> {
                 summarize(list.iter().map(|&(i, s, e, x)| use_(&buffers[i], s..e, x)))
@@ -889,13 +892,7 @@ mod tests {
             rt.buffer(64, Placement::GpuLocal).unwrap(),
             rt.buffer(64, Placement::GpuLocal).unwrap(),
         ];
-        let access = prop_oneof![
-            Just(Access::Read),
-            Just(Access::Write),
-            Just(Access::ReadWrite)
-        ];
-        let one = (0..2usize, 0..64usize, 0..24usize, access)
-            .prop_map(|(b, start, len, a)| (b, start, (start + len).min(64), a));
+        let one = random_use(2, 64, 0..24);
         proptest!(|(list in proptest::collection::vec(one, 0..30))| {
             let summary = summarize(
                 list.iter().map(|&(b, s, e, a)| use_(&buffers[b], s..e, a)),

@@ -12,8 +12,14 @@
 //!
 //! A region is ready when (1) its in-graph dependencies are `Done`, (2) every explicit
 //! producer of its submission succeeded, and (3) every region of an earlier in-flight
-//! submission that conflicts with it (recorded at submit as a *cross wait*, with the hazard
-//! kind and byte range) has finished. Conflicting earlier work is therefore ordered, while
+//! submission that it waits on (recorded at submit as a *cross wait*, with the hazard kind
+//! and byte range) is done, or that submission has left. It waits on each unfinished region
+//! of a small earlier graph that conflicts with it; on a large one (9 regions or more), on
+//! the conflicting regions at the graph's frontier's end, the last writer of the bytes and
+//! the readers since ([`super::dependencies::Tail`]), which come after every earlier region
+//! of the graph that touched them: one wait where every pair was compared. A wait on a
+//! region that failed or was cancelled lasts until its submission leaves (a cancelled region
+//! stands for none before it). Conflicting earlier work is therefore ordered, while
 //! non-conflicting work overlaps across queues.
 //!
 //! Failure: a failed region cancels every region of its submission that has not started,
@@ -608,9 +614,8 @@ impl Scheduler {
     /// submission's cross waits, by region) is done, or has left with its submission. A
     /// region that failed or was cancelled is waited for until its submission leaves: a
     /// large graph's waits name only the regions at its frontier's end
-    /// ([`super::dependencies::Tail`]), which
-    /// stand for the regions before them only once done (a region cancelled while one it
-    /// depended on still runs ended first).
+    /// ([`super::dependencies::Tail`]), which stand for the regions before them only once
+    /// done (a region cancelled while one it depended on still runs ended first).
     #[inline(always)]
     fn waits_over(&self, waits: &[(usize, u64, usize)], region: usize) -> bool {
         if waits.is_empty() {

@@ -378,12 +378,11 @@ fn random_graph(
     graph.prepare().unwrap()
 }
 
-/// Runs `total` accepted submissions of random graphs from `threads` threads; returns the
-/// trace.
-fn stress(threads: usize, total: u64, seed: u64) -> Trace {
+/// A recorder into memory that loses nothing: large per-thread rings, uncompressed blocks,
+/// and producers that wait for the writer rather than drop (the checker refuses a trace
+/// with drops).
+fn lossless_recorder() -> (MemorySink, Recorder) {
     let sink = MemorySink::new();
-    // A lossless trace: large per-thread rings, uncompressed blocks, and producers that
-    // wait for the writer rather than drop (the checker refuses a trace with drops).
     let options = RecorderOptions {
         thread_buffer_bytes: 4 << 20,
         compression_level: None,
@@ -391,6 +390,13 @@ fn stress(threads: usize, total: u64, seed: u64) -> Trace {
         ..RecorderOptions::default()
     };
     let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
+    (sink, recorder)
+}
+
+/// Runs `total` accepted submissions of random graphs from `threads` threads; returns the
+/// trace.
+fn stress(threads: usize, total: u64, seed: u64) -> Trace {
+    let (sink, recorder) = lossless_recorder();
     {
         let rt = Runtime::new(
             RuntimeOptions::sim()
@@ -493,64 +499,28 @@ fn a_hundred_thousand_random_submissions_from_16_threads_keep_conflicts_ordered(
 /// submission here). The checker proves the order from the trace as for the random graphs.
 #[test]
 fn large_graphs_in_flight_together_wait_on_their_frontiers_in_order() {
-    const REGIONS: usize = 2_000;
-    const PIECES: usize = 4;
-    const PIECE: usize = 16;
-    let sink = MemorySink::new();
-    let options = RecorderOptions {
-        thread_buffer_bytes: 4 << 20,
-        compression_level: None,
-        full_buffer_wait: Duration::from_secs(30),
-        ..RecorderOptions::default()
-    };
-    let recorder = Recorder::with_sink(sink.clone(), options).unwrap();
-    let staged: Vec<u8> = (0..PIECE * PIECES).map(|i| 100 + i as u8).collect();
+    use super::submission::{pieces_expected, pieces_graph};
+    const SHAPE: (usize, usize, usize) = (2_000, 4, 16);
+    let (sink, recorder) = lossless_recorder();
+    let staged: Vec<u8> = (0..SHAPE.1 * SHAPE.2).map(|i| 100 + i as u8).collect();
     let bytes = {
-        let rt = Runtime::new(
-            RuntimeOptions::sim()
-                .graph_slots(3)
-                .recorder(recorder.clone()),
-        )
-        .unwrap();
-        let device = rt.buffer(PIECE * PIECES, Placement::GpuLocal).unwrap();
-        let staging = rt.buffer(PIECE * PIECES, Placement::HostVisible).unwrap();
-        staging.write(0, &staged).unwrap();
-        let mut graph = rt.graph();
-        for region in 0..REGIONS {
-            let range = (region % PIECES) * PIECE..(region % PIECES + 1) * PIECE;
-            if region % 2 == 0 {
-                graph
-                    .fill(device.view(range).unwrap(), region as u8)
-                    .unwrap();
-            } else {
-                let (to, from) = (device.view(range.clone()), staging.view(range));
-                graph.copy(to.unwrap(), from.unwrap()).unwrap();
-            }
-        }
-        let graph = graph.prepare().unwrap();
+        let options = RuntimeOptions::sim().graph_slots(3);
+        let rt = Runtime::new(options.recorder(recorder.clone())).unwrap();
+        let (graph, device) = pieces_graph(&rt, SHAPE, &staged);
         let completions: Vec<_> = (0..3).map(|_| graph.submit().unwrap()).collect();
         for completion in completions {
             completion.wait().unwrap();
         }
         device.to_vec().unwrap()
     };
-    let mut expected = vec![0u8; PIECE * PIECES];
-    for region in REGIONS - PIECES..REGIONS {
-        let range = (region % PIECES) * PIECE..(region % PIECES + 1) * PIECE;
-        if region % 2 == 0 {
-            expected[range].fill(region as u8);
-        } else {
-            expected[range.clone()].copy_from_slice(&staged[range]);
-        }
-    }
-    assert_eq!(bytes, expected);
+    assert_eq!(bytes, pieces_expected(SHAPE, &staged));
     recorder.close().unwrap();
     let trace = Trace::from_bytes(&sink.contents()).unwrap();
     let checked = check(&trace.records).unwrap_or_else(|violation| panic!("{violation}"));
     assert_eq!(checked.submissions, 3);
     // At most one wait a region per earlier submission (the last writer of its piece, or
     // that piece's region of the other lane): linear, where every pair was quadratic.
-    assert!(checked.cross_waits <= 2 * 2 * REGIONS, "{checked:?}");
+    assert!(checked.cross_waits <= 2 * 2 * SHAPE.0, "{checked:?}");
 }
 
 #[cfg(test)]

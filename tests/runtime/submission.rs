@@ -684,45 +684,67 @@ fn the_submission_counter_counts_accepted_submits_only() {
     );
 }
 
-/// A graph of 24 regions (more than the scheduler looks through whole: it keeps each such
-/// submission's regions whose dependencies are done, per queue), fills on the Compute lane
-/// alternating with uploads on the Upload lane over four pieces of one buffer, so that regions
-/// of the two lanes run side by side and each waits only for the last writer of its piece.
-/// Submitted three times without waiting between (later submissions wait across), then twice
-/// on a runtime whose seventh operation fails: every successful submission leaves the bytes a
-/// sequential run leaves, the failed one's later regions are cancelled, the next one runs.
-#[test]
-fn a_graph_of_many_regions_runs_in_hazard_order_across_submissions() {
-    const PIECE: usize = 16;
-    const PIECES: usize = 4;
-    const REGIONS: usize = 24;
-    let staged: Vec<u8> = (0..PIECE * PIECES).map(|i| 100 + i as u8).collect();
-    let mut expected = vec![0u8; PIECE * PIECES];
-    for region in 0..REGIONS {
-        let range = (region % PIECES) * PIECE..(region % PIECES + 1) * PIECE;
+/// A graph of `regions` regions over `pieces` pieces of `piece` bytes of one GPU-local
+/// buffer: region `r` fills piece `r % pieces` with `r` where `r` is even (the Compute lane)
+/// and uploads it from a host-visible buffer holding `staged` where odd (the Upload lane), so
+/// that regions of the two lanes run side by side and each waits for the last writer of its
+/// piece. Returns the prepared graph and its device buffer.
+pub(crate) fn pieces_graph(
+    rt: &Runtime,
+    (regions, pieces, piece): (usize, usize, usize),
+    staged: &[u8],
+) -> (hrx::ExecutableGraph, hrx::Buffer) {
+    let device = rt.buffer(piece * pieces, Placement::GpuLocal).unwrap();
+    let staging = rt.buffer(piece * pieces, Placement::HostVisible).unwrap();
+    staging.write(0, staged).unwrap();
+    let mut graph = rt.graph();
+    for region in 0..regions {
+        let range = (region % pieces) * piece..(region % pieces + 1) * piece;
+        if region % 2 == 0 {
+            graph
+                .fill(device.view(range).unwrap(), region as u8)
+                .unwrap();
+        } else {
+            let (to, from) = (device.view(range.clone()), staging.view(range));
+            graph.copy(to.unwrap(), from.unwrap()).unwrap();
+        }
+    }
+    (graph.prepare().unwrap(), device)
+}
+
+/// The bytes a sequential run of [`pieces_graph`] leaves on its device buffer.
+pub(crate) fn pieces_expected(
+    (regions, pieces, piece): (usize, usize, usize),
+    staged: &[u8],
+) -> Vec<u8> {
+    let mut expected = vec![0u8; piece * pieces];
+    for region in 0..regions {
+        let range = (region % pieces) * piece..(region % pieces + 1) * piece;
         if region % 2 == 0 {
             expected[range].fill(region as u8);
         } else {
             expected[range.clone()].copy_from_slice(&staged[range]);
         }
     }
+    expected
+}
+
+/// A graph of 24 regions (more than the scheduler looks through whole: it keeps each such
+/// submission's regions whose dependencies are done, per queue), fills on the Compute lane
+/// alternating with uploads on the Upload lane over four pieces of one buffer
+/// ([`pieces_graph`]). Submitted three times without waiting between (later submissions
+/// wait across), then twice on a runtime whose seventh operation fails: every successful
+/// submission leaves the bytes a sequential run leaves, the failed one's later regions are
+/// cancelled, the next one runs.
+#[test]
+fn a_graph_of_many_regions_runs_in_hazard_order_across_submissions() {
+    const PIECE: usize = 16;
+    const PIECES: usize = 4;
+    const REGIONS: usize = 24;
+    let staged: Vec<u8> = (0..PIECE * PIECES).map(|i| 100 + i as u8).collect();
+    let expected = pieces_expected((REGIONS, PIECES, PIECE), &staged);
     let run = |rt: &Runtime, failing: bool| {
-        let device = rt.buffer(PIECE * PIECES, Placement::GpuLocal).unwrap();
-        let staging = rt.buffer(PIECE * PIECES, Placement::HostVisible).unwrap();
-        staging.write(0, &staged).unwrap();
-        let mut graph = rt.graph();
-        for region in 0..REGIONS {
-            let range = (region % PIECES) * PIECE..(region % PIECES + 1) * PIECE;
-            if region % 2 == 0 {
-                graph
-                    .fill(device.view(range).unwrap(), region as u8)
-                    .unwrap();
-            } else {
-                let (to, from) = (device.view(range.clone()), staging.view(range));
-                graph.copy(to.unwrap(), from.unwrap()).unwrap();
-            }
-        }
-        let executable = graph.prepare().unwrap();
+        let (executable, device) = pieces_graph(rt, (REGIONS, PIECES, PIECE), &staged);
         assert_eq!(executable.regions(), REGIONS);
         let completions: Vec<_> = (0..if failing { 2 } else { 3 })
             .map(|_| executable.submit().unwrap())
