@@ -269,6 +269,10 @@ pub struct Matched {
     pub differing: Vec<DifferingOutput>,
     /// Outputs only in base, only in new.
     pub outputs_one_sided: [u64; 2],
+    /// Pairs of outputs at one submission number made by different graphs, not compared:
+    /// keyed by number for a trace's lost submissions though both prepared the same graphs,
+    /// a multi-threaded program's runs number their submissions as the threads ran.
+    pub outputs_of_other_graphs: u64,
     /// Of `outputs_one_sided`, those past the other trace's end where it is incomplete
     /// (its submission after the other's last of its graph): not a difference.
     pub outputs_past_end: [u64; 2],

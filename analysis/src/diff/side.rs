@@ -15,7 +15,9 @@ use std::collections::VecDeque;
 
 /// What the side threads hand over: keyed items and the `Submit` records read so far.
 pub(super) enum Event {
-    Output(OutputKey, OutputValue),
+    /// An output, and the graph rank of its submission where outputs pair by number and both
+    /// traces prepared the same graphs (`Side::graph_checked`), else [`UNKNOWN_GRAPH`].
+    Output(OutputKey, OutputValue, u64),
     /// The outcome, if recorded, and the submission number.
     Outcome(SubmissionKey, (Option<Outcome>, u64)),
 }
@@ -30,6 +32,10 @@ pub(super) struct Live {
 pub(super) struct Side<'a> {
     places: &'a Places,
     by_graph: bool,
+    /// Keyed by number though both traces prepared the same graphs (a trace that lost
+    /// submissions): each output carries its graph's rank, so that two different graphs'
+    /// outputs at one number (threads that submitted in another order) are not compared.
+    graph_checked: bool,
     pub(super) live: IdMap<(RuntimeId, SubmissionIndex), Live>,
     order: VecDeque<(RuntimeId, SubmissionIndex)>,
     /// The highest submission number retired from `live`, per runtime.
@@ -50,13 +56,14 @@ pub(super) struct Side<'a> {
 impl<'a> Side<'a> {
     pub(super) fn new(
         places: &'a Places,
-        by_graph: bool,
+        (by_graph, graph_checked): (bool, bool),
         compared: IdMap<RuntimeId, Held>,
     ) -> Side<'a> {
         Side {
             compared,
             places,
             by_graph,
+            graph_checked,
             live: IdMap::default(),
             order: VecDeque::new(),
             retired: IdMap::default(),
@@ -168,10 +175,15 @@ impl<'a> Side<'a> {
             Some(l) if self.by_graph => (p.rank(runtime, l.prepared), l.nth),
             _ => (UNKNOWN_GRAPH, d.submission.0),
         };
+        let checked = match live {
+            Some(l) if self.graph_checked => p.rank(runtime, l.prepared),
+            _ => UNKNOWN_GRAPH,
+        };
         let rank = p.output_runtime.get(&runtime).copied().unwrap_or(u32::MAX);
         self.events.push(Event::Output(
             (rank, graph, nth, place, d.start, d.end),
             (d.xxh3, d.buffer.0, d.submission.0),
+            checked,
         ));
     }
 

@@ -111,9 +111,15 @@ pub(super) fn match_within(
     // prepared decide, not the graphs each submitted. By number, a trim against another
     // recording met other threads' submissions there, every output differing (a break-it
     // pass, session 58).
-    let same_graphs = base.shape.keys().eq(new.shape.keys())
-        || (compared.is_some() && base.graphs.keys().eq(new.graphs.keys()));
+    let same_submitted = base.shape.keys().eq(new.shape.keys());
+    let same_graphs =
+        same_submitted || (compared.is_some() && base.graphs.keys().eq(new.graphs.keys()));
     let by_graph = same_graphs && !gaps(base) && !gaps(new);
+    // By number for a trace's gaps alone: outputs of two different graphs at one number (a
+    // multi-threaded program's runs number their submits as the threads ran) are not
+    // compared. They were, each a differing output: a lossy run of `host_visible 3000000 8`
+    // against a whole one read 294,933 of them, a false regression (a fresh user's pass).
+    let graph_checked = !by_graph && same_graphs;
     let on_side = |profile: &Profile| -> IdMap<RuntimeId, Held> {
         compared
             .as_ref()
@@ -127,7 +133,7 @@ pub(super) fn match_within(
             let held = on_side(profile);
             receivers.push(receive);
             threads.push(scope.spawn(move || -> Result<u64, ReadError> {
-                let mut side = Side::new(&profile.places, by_graph, held);
+                let mut side = Side::new(&profile.places, (by_graph, graph_checked), held);
                 let mut joiner = Joiner::new();
                 let mut sent = 0u64;
                 // Sends what `side` keyed so far; false when the merge stopped listening.

@@ -3,7 +3,9 @@
 //! through the one comparison rule of `diff` and `replay`.
 
 use super::side::Event;
-use super::{ChangedOutcome, DifferingOutput, Matched, OutputKey, OutputValue, SubmissionKey};
+use super::{
+    ChangedOutcome, DifferingOutput, Matched, OutputKey, OutputValue, SubmissionKey, UNKNOWN_GRAPH,
+};
 use crate::compare::{Digest, DigestMatch, OutcomeMatch, digests, outcomes};
 use crate::scan::Outcome;
 use std::collections::{HashMap, VecDeque};
@@ -173,7 +175,8 @@ impl End {
 
 /// The merge of the two sides' events.
 pub(super) struct Merge {
-    pub(super) outputs: [Window<OutputKey, OutputValue>; 2],
+    /// Outputs waiting, each with its graph's rank where checked ([`Event::Output`]).
+    pub(super) outputs: [Window<OutputKey, (OutputValue, u64)>; 2],
     pub(super) outcomes: [Window<SubmissionKey, (Option<Outcome>, u64)>; 2],
     pub(super) matched: Matched,
     /// How far base and new go.
@@ -184,12 +187,18 @@ impl Merge {
     pub(super) fn take(&mut self, side: usize, event: Event) {
         let other = 1 - side;
         match event {
-            Event::Output(key, value) => match self.outputs[other].take(&key) {
+            Event::Output(key, value, graph) => match self.outputs[other].take(&key) {
                 None => {
                     let end = &self.ends[other];
-                    self.outputs[side].insert(key, value, |k| end.past((k.0, k.1, k.2)));
+                    (self.outputs[side]).insert(key, (value, graph), |k| end.past((k.0, k.1, k.2)));
                 }
-                Some(theirs) => {
+                // Two graphs' outputs at one submission number: not comparable.
+                Some((_, theirs))
+                    if graph != UNKNOWN_GRAPH && theirs != UNKNOWN_GRAPH && theirs != graph =>
+                {
+                    self.matched.outputs_of_other_graphs += 1;
+                }
+                Some((theirs, _)) => {
                     let (base, new) = if side == 0 {
                         (value, theirs)
                     } else {

@@ -183,7 +183,9 @@
 //!                         prepared graphs pooled), "region", "label", "base_p50_ns",
 //!                         "new_p50_ns", "ratio"}] by runtime, graph and region (the text:
 //!                         the worst ratio first)},
-//!  "outputs": {"compared", "identical", "only_base", "only_new", "differing":
+//!  "outputs": {"compared", "identical", "only_base", "only_new", "other_graphs" (pairs
+//!              at one submission number made by different graphs, not compared: see
+//!              `because`), "differing":
 //!              [{"runtime", "prepared"|null, "nth" (the n-th submission of that graph,
 //!                from 1; the submission number where "prepared" is null), "submission",
 //!                "new_submission", "node"|null, "use"|null, "buffer", "new_buffer",

@@ -116,6 +116,7 @@ impl<'a> Report<'a> {
                 identical: m.identical,
                 only_base: m.outputs_one_sided[0],
                 only_new: m.outputs_one_sided[1],
+                other_graphs: m.outputs_of_other_graphs,
             },
             reasons: &self.reasons,
             records_lost: Pair {
@@ -260,6 +261,7 @@ struct Outputs<'a> {
     identical: u64,
     only_base: u64,
     only_new: u64,
+    other_graphs: u64,
 }
 
 #[derive(Serialize)]

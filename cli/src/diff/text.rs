@@ -160,9 +160,14 @@ pub(super) fn write_text(out: &mut impl Write, r: &Report<'_>) -> io::Result<()>
         g.relabelled.len()
     )?;
     write_region_times(out, &g.times)?;
+    let other_graphs = match m.outputs_of_other_graphs {
+        0 => String::new(),
+        n => format!("; {n} of other graphs at one number, not compared"),
+    };
     writeln!(
         out,
-        "outputs      {} compared, {} identical, {} differ; {} only in base, {} only in new",
+        "outputs      {} compared, {} identical, {} differ; {} only in base, {} only in \
+         new{other_graphs}",
         r.outputs_compared(),
         m.identical,
         m.differing.len(),
