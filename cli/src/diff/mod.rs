@@ -323,9 +323,19 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             )
         })
         .collect();
+    for line in &in_order {
+        crate::output::warn(line);
+    }
+    let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new))
+        .map_err(trace_error)?;
     // So do graphs that computed different things, yet were paired in the order they were
-    // prepared (nothing recorded told them apart).
-    let in_order: Vec<String> = (aligned.in_order.iter())
+    // prepared (nothing recorded told them apart), once the comparison named a difference
+    // that the pairing could put on the wrong one: where nothing differs, it named none (a
+    // trim against another recording, whose graphs' outputs over other submissions match
+    // nothing, warned though all 36 outputs were identical: a fresh user's pass).
+    let differs = !(matched.differing.is_empty() && matched.changed.is_empty());
+    let graphs_in_order: Vec<String> = (aligned.in_order.iter())
+        .filter(|_| differs)
         .map(|(runtime, graphs)| {
             let graphs: Vec<String> = graphs.iter().map(|g| from_one(*g).to_string()).collect();
             format!(
@@ -337,13 +347,11 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
                 from_one((*runtime).into())
             )
         })
-        .chain(in_order)
         .collect();
-    for line in &in_order {
+    for line in &graphs_in_order {
         crate::output::warn(line);
     }
-    let matched = hrx_analysis::diff::match_files((&base, &args.base), (&new, &args.new))
-        .map_err(trace_error)?;
+    let in_order = [graphs_in_order, in_order].concat();
     let comparison = compare(&base, &new, &matched, args.max_slowdown);
     // Each side's losses under every verb's keys (`records_lost` stays).
     let lost = |p: &Profile| p.recovery.as_ref().map(|r| r.lost).unwrap_or_default();

@@ -1629,3 +1629,52 @@ fn operation_rows_name_their_region_as_the_region_rows_do() {
         );
     }
 }
+
+/// A trim of a recording against another recording of the same run: its graphs'
+/// fingerprints (over other submissions) match nothing, so they pair in the order they were
+/// prepared, which is right here; with every output identical no warning casts doubt on it
+/// (it did: a fresh user's pass, session 59). The trim against its own recording too.
+#[test]
+fn a_trim_against_another_identical_recording_draws_no_pairing_warning() {
+    let Some(photo) = photo() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The photographs' folder: frames of several pictures, so that the graphs (each frame
+    // context's) computed different things.
+    let photos = photo.parent().unwrap().to_owned();
+    for name in ["a.hrxt", "b.hrxt"] {
+        let photo = photos.to_str().unwrap();
+        let out = run(
+            dir.path(),
+            &[
+                "record",
+                "-q",
+                "-o",
+                name,
+                "--workload",
+                "pipeline",
+                "--input",
+                photo,
+                "--frames",
+                "9",
+                "--max-width",
+                "160",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let out = run(
+        dir.path(),
+        &["trim", "a.hrxt", "-o", "part.hrxt", "--submissions", "4..8"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for other in ["b.hrxt", "a.hrxt"] {
+        let (exit, r) = diff_json(dir.path(), &["--max-slowdown", "1e9", "part.hrxt", other]);
+        assert_eq!(exit, 0, "{other}: {r:#}");
+        assert!(r["outputs"]["identical"].as_u64().unwrap() > 0, "{r:#}");
+        assert_eq!(r["outputs"]["differing"].as_array().map(Vec::len), Some(0));
+        assert!(
+            !r["warnings"].to_string().contains("paired in the order"),
+            "{other}: {r:#}"
+        );
+    }
+}
