@@ -413,6 +413,20 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         report.exit_code = 2;
         report.reasons.insert(0, line);
     }
+    // Outcomes compared and no output, as `replay` says it (diff said nothing of it: a fresh
+    // user's pass, session 59): a `same` over statuses alone.
+    if m.outcomes_compared > 0 && report.outputs_compared() == 0 && m.outputs_one_sided == [0, 0] {
+        let line = format!(
+            "no output was compared: neither trace holds an output digest (their submissions \
+             wrote no output hrx digests, or digests were off); only {} compared",
+            match m.outcomes_compared {
+                1 => "1 submission status was".to_owned(),
+                n => format!("{n} submission statuses were"),
+            }
+        );
+        crate::output::warn(&line);
+        report.warnings.push(line);
+    }
     // As every exit 2 of the text report: one `error:` line on standard error (the JSON
     // report says it as its verdict, for scripts).
     if let (Some(line), false) = (&comparison.nothing_compared, args.json) {

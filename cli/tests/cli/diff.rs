@@ -1678,3 +1678,40 @@ fn a_trim_against_another_identical_recording_draws_no_pairing_warning() {
         );
     }
 }
+
+/// Two traces whose submissions wrote no output hrx digests (GPU-local bytes only) compare
+/// their statuses alone, and `diff` says so as `replay` does (it said nothing: a fresh
+/// user's pass, session 59); one with outputs draws no such line.
+#[test]
+fn a_diff_that_compared_no_output_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let regions = example("regions");
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "-q",
+            "-o",
+            "r.hrxt",
+            "--",
+            regions.to_str().unwrap(),
+            "20",
+            "3",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = "no output was compared: neither trace holds an output digest";
+    let out = run(dir.path(), &["diff", "r.hrxt", "r.hrxt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("warning: {said}"))
+            && stderr(&out).contains("only 3 submission statuses were compared"),
+        "{}",
+        stderr(&out)
+    );
+    let (_, r) = diff_json(dir.path(), &["r.hrxt", "r.hrxt"]);
+    assert!(r["warnings"].to_string().contains(said), "{r:#}");
+    record_fill(&dir.path().join("f.hrxt"), false);
+    let out = run(dir.path(), &["diff", "f.hrxt", "f.hrxt"]);
+    assert!(!stderr(&out).contains(said), "{}", stderr(&out));
+}
