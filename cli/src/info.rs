@@ -253,6 +253,22 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
     whole.into()
 }
 
+/// [`ranges`]' lines with the label the text reports give them: `range`, but `snapshot` for
+/// a whole recording's state snapshot (the bytes its first submissions read that nothing
+/// traced had written: a `range` line read as if the trace were a part of the run, a fresh
+/// user's pass).
+pub(crate) fn labelled_ranges(stats: &TraceInfo) -> Vec<(&'static str, String)> {
+    (ranges(stats).into_iter())
+        .map(|line| match line.strip_prefix("state snapshot: ") {
+            Some(rest) if stats.ranges.is_empty() => (
+                "snapshot",
+                format!("{rest}: read before anything traced wrote them, kept for a replay"),
+            ),
+            _ => ("range", line),
+        })
+        .collect()
+}
+
 /// What part of a recording the trace holds, one line per range (none: the whole run),
 /// and its state snapshot.
 pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
@@ -388,8 +404,8 @@ fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo, live: bool) -> io
     if let Some(line) = host_load(stats) {
         writeln!(out, "{:<12} {line}", "host load")?;
     }
-    for line in ranges(stats) {
-        writeln!(out, "{:<12} {line}", "range")?;
+    for (label, line) in labelled_ranges(stats) {
+        writeln!(out, "{label:<12} {line}")?;
     }
     writeln!(
         out,

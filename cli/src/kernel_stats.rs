@@ -658,11 +658,18 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     }
     // A range of a recording lacks the submissions outside it, as `info` says.
     for range in r["ranges"].as_array().into_iter().flatten() {
+        let range = range.as_str().unwrap_or("");
+        // The state snapshot is bytes, not submissions: no cover of figures to say (a whole
+        // recording's read "range  state snapshot: ...: these figures cover the range's
+        // submissions only").
+        if let Some(snapshot) = range.strip_prefix("state snapshot: ") {
+            writeln!(out, "{:<12} {snapshot}", "snapshot")?;
+            continue;
+        }
         writeln!(
             out,
-            "{:<12} {}: these figures cover the range's submissions only",
+            "{:<12} {range}: these figures cover the range's submissions only",
             "range",
-            range.as_str().unwrap_or("")
         )?;
     }
     let load = &r["host_load"];

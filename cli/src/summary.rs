@@ -54,8 +54,8 @@ pub fn write(out: &mut impl Write, path: &Path, stats: &TraceInfo) -> io::Result
         (None, _) => "unknown (no timed records)".to_string(),
     };
     line("duration", span)?;
-    for range in crate::info::ranges(stats) {
-        line("range", range)?;
+    for (label, range) in crate::info::labelled_ranges(stats) {
+        line(label, range)?;
     }
     if let Some(lost) = stats.recovery.lost.said() {
         line("lost", lost)?;

@@ -2,7 +2,7 @@
 //! from a whole trace) replays on its own and reproduces the whole run's outputs for those
 //! submissions.
 
-use crate::util::{assert_error, code, field, photo, run, stderr, stdout};
+use crate::util::{assert_error, code, example, field, photo, run, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -1009,4 +1009,37 @@ fn a_capture_range_replayed_in_chunks_is_said_once() {
         said[0].contains("submissions 2..2100 of a recording (submissions:2..2100)"),
         "{text}"
     );
+}
+
+/// A whole recording whose first submissions read bytes nothing traced wrote keeps them (a
+/// state snapshot), said on a `snapshot` line by `record` and `info`, not a `range` line,
+/// which reads as a part of the run (a fresh user's pass, session 59).
+#[test]
+fn a_whole_recordings_snapshot_is_no_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let regions = example("regions");
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "-o",
+            "r.hrxt",
+            "--",
+            regions.to_str().unwrap(),
+            "20",
+            "2",
+            "4",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let info = stdout(&run(dir.path(), &["info", "r.hrxt"]));
+    assert!(info.contains("\ncapture      whole"), "{info}");
+    for text in [stdout(&out), info] {
+        assert!(
+            text.lines().any(|l| l.starts_with("snapshot ")
+                && l.ends_with(": read before anything traced wrote them, kept for a replay")),
+            "{text}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("range ")), "{text}");
+    }
 }
