@@ -145,6 +145,14 @@ pub fn lock_folder_waiting(path: &Path, shown: &Path) -> Option<File> {
     folder_lock(path, Some(shown))
 }
 
+/// The folder an output is written in (`.` for a bare name).
+fn folder_of(output: &Path) -> &Path {
+    match output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(folder) => folder,
+        None => Path::new("."),
+    }
+}
+
 fn folder_lock(path: &Path, then_wait: Option<&Path>) -> Option<File> {
     let file = File::open(path).ok()?;
     let deadline = std::time::Instant::now() + FOLDER_WAIT;
@@ -243,10 +251,7 @@ impl Interruptible {
         said: &str,
         always: bool,
     ) -> io::Result<(std::path::PathBuf, File)> {
-        let folder = match output.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(folder) => folder,
-            None => Path::new("."),
-        };
+        let folder = folder_of(output);
         // Held until ours is locked: no other writer takes it for a killed one's meanwhile.
         // Waited for before the signals are blocked: an interrupt ends the wait.
         let locked = lock_folder(folder);
@@ -342,14 +347,32 @@ impl Interruptible {
         what: &str,
         shown: &Path,
     ) -> io::Result<()> {
-        self.commit_saying(
+        // The lock on the temporary output, which marks it as being written, is let go of
+        // before it becomes the output: held on after the rename, it made a complete trim
+        // read as "being recorded now" (another trim into that name refused, a replay
+        // refused) until the process exited (a fresh user's pass, session 59: a test failed
+        // on a loaded machine). Under the folder's lock, so that no other writer takes it
+        // for an abandoned one meanwhile; without that lock, just after the rename.
+        let folder = lock_folder(folder_of(output));
+        let unlock = || {
+            if let Some(held) = self.held.get() {
+                let _ = held.unlock();
+            }
+        };
+        if folder.is_some() {
+            unlock();
+        }
+        let renamed = self.commit_saying(
             || std::fs::rename(partial, output),
             |renamed| {
                 renamed
                     .is_ok()
                     .then(|| format!("{what} {} was complete: it is in place", shown.shown()))
             },
-        )
+        );
+        unlock();
+        drop(folder);
+        renamed
     }
 
     /// Prints a verb's report on standard output with `print` (see the module docs), an
@@ -625,6 +648,31 @@ impl Drop for Blocked {
 mod tests {
     use super::*;
 
+    /// Held by the tests that name outputs to the handlers ([`OUTPUT`], one per process).
+    static NAMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A temporary output is held as being written until it is renamed into place, and not
+    /// after, while its writer lives on: a complete trim read as "being recorded now" until
+    /// its process exited (another trim into its name refused, on a loaded machine: a fresh
+    /// user's pass, session 59).
+    #[test]
+    fn an_output_renamed_into_place_is_no_longer_held() {
+        let _naming = NAMING.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("t.hrxt");
+        let interruptible = Interruptible {
+            held: OnceLock::new(),
+        };
+        let (partial, file) =
+            (interruptible.create_beside(&output, "the test's output", &output)).unwrap();
+        drop(file);
+        assert!(hrx_capture::being_recorded(&partial));
+        (interruptible.rename_into_place(&partial, &output, "the test's output", &output)).unwrap();
+        assert!(!partial.exists());
+        assert!(!hrx_capture::being_recorded(&output));
+        interruptible.finished();
+    }
+
     /// What a handler would say now for SIGTERM (`None`: nothing named).
     fn said() -> Option<String> {
         let removal = OUTPUT.load(Ordering::SeqCst);
@@ -640,6 +688,7 @@ mod tests {
     /// break-it E2). No handler is set: what it would say is read where it reads it.
     #[test]
     fn a_report_is_said_unprinted_then_incomplete_then_whole_as_it_is_written() {
+        let _naming = NAMING.lock().unwrap_or_else(|e| e.into_inner());
         use std::io::Read;
         use std::os::fd::{AsRawFd, FromRawFd};
         let mut fds = [0; 2];
