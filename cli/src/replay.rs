@@ -148,6 +148,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         },
     };
     crate::workload::require_backend_name(&text)?;
+    // The replay runtime reads no `HRX_FAULT`: it injects the fault the trace recorded, if
+    // any. Said, not silently dropped (a fresh user's pass, session 59, wondered why it
+    // did nothing).
+    if let Ok(fault) = std::env::var("HRX_FAULT")
+        && !fault.is_empty()
+    {
+        crate::output::note(format_args!(
+            "HRX_FAULT={fault} is not applied by replay: it injects the fault the trace \
+             recorded, if any (`hrx-trace info` names it); to test a fault, record with it"
+        ));
+    }
     // A trace still being written is read twice (where each chunk ends, then the chunks)
     // and grows in between: the replay would compare records of two different lengths.
     crate::record::refuse_being_recorded(&args.file, "replay", "replay needs a closed trace")?;

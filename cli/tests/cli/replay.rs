@@ -2499,3 +2499,41 @@ fn a_replay_writing_to_a_stuck_terminal_ends_on_a_signal() {
         "{err}"
     );
 }
+
+/// `HRX_FAULT` in replay's environment is not applied (the replay injects the fault the
+/// trace recorded) and a note says so: it was dropped without a word (a fresh user's pass,
+/// session 59).
+#[test]
+fn a_fault_in_replays_environment_is_said_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "record",
+            "-q",
+            "--workload",
+            "hazards",
+            "--backend",
+            "sim",
+            "-o",
+            "h.hrxt",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = hrx_trace(dir.path())
+        .env("HRX_FAULT", "op=1:kernel-error")
+        .args(["replay", "h.hrxt"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "note: HRX_FAULT=op=1:kernel-error is not applied by replay: it injects the fault \
+             the trace recorded"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(dir.path(), &["replay", "h.hrxt"]);
+    assert!(!stderr(&out).contains("HRX_FAULT"), "{}", stderr(&out));
+}
