@@ -106,8 +106,10 @@ impl TraceSession {
 /// labels, marks and warning. `uncalibrated`: why no calibration put them on
 /// `CLOCK_MONOTONIC` (as `info`'s `clock` line says it), `None` where one did.
 fn lost_note(uncalibrated: Option<Uncalibrated>) -> String {
-    const LOST: &str = "session record lost (first block damaged): host, pid, command line and \
-                        wall clock unknown";
+    // "Damaged" alone named a file cut inside its first block, which is not damaged (a
+    // fresh user's pass, session 59).
+    const LOST: &str = "session record lost (its first block damaged or cut short): host, pid, \
+                        command line and wall clock unknown";
     match uncalibrated {
         None => {
             format!("{LOST}; times put on CLOCK_MONOTONIC from the first clock calibration read")

@@ -2098,8 +2098,8 @@ fn a_trace_whose_session_record_was_lost_is_exported_as_such_and_never_merged() 
         );
         assert!(!dir.path().join(output).exists(), "nothing written");
     }
-    let lost = "session record lost (first block damaged): host, pid, command line and wall \
-                clock unknown; times put on CLOCK_MONOTONIC";
+    let lost = "session record lost (its first block damaged or cut short): host, pid, command \
+                line and wall clock unknown; times put on CLOCK_MONOTONIC";
     for (trace, output) in [("h.hrxt", "h.json"), ("d.hrxt", "d.json")] {
         let out = run(dir.path(), &["export", trace, "-o", output]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
