@@ -2506,20 +2506,7 @@ fn a_replay_writing_to_a_stuck_terminal_ends_on_a_signal() {
 #[test]
 fn a_fault_in_replays_environment_is_said_not_applied() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "-q",
-            "--workload",
-            "hazards",
-            "--backend",
-            "sim",
-            "-o",
-            "h.hrxt",
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    record_hazards(dir.path(), "h.hrxt");
     let out = hrx_trace(dir.path())
         .env("HRX_FAULT", "op=1:kernel-error")
         .args(["replay", "h.hrxt"])
