@@ -168,6 +168,11 @@ pub fn run(args: TrimArgs) -> anyhow::Result<ExitCode> {
         Some(&summary.source_recovery),
         "the trim holds only what was recovered, and says so",
     );
+    // A lossy recording that lost nothing, as every verb says it (trim said nothing, though
+    // its output keeps the mode: a fresh user's pass, session 59).
+    if let Some(mode) = summary.source_recovery.lost.lossy_without_loss() {
+        crate::output::lacks(format_args!("{}: lost {mode}", args.file.shown()));
+    }
     // Never silent about what the output lacks: a replay of it would stop at the first.
     if summary.missing_blobs > 0 {
         crate::output::warn(format_args!(

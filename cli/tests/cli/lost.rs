@@ -527,6 +527,21 @@ fn a_lossy_recording_that_lost_nothing_says_its_mode() {
             "{file}: {text}"
         );
     }
+    // `trim` says it too (it said nothing; a fresh user's pass, session 59); not of a
+    // lossless recording.
+    for (file, lossy) in [("lossy.hrxt", true), ("lossless.hrxt", false)] {
+        let out = run(
+            dir.path(),
+            &["trim", file, "-o", "part.hrxt", "--submissions", "1..3"],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out).contains(&format!("note: {file}: lost none, recorded in lossy mode")),
+            lossy,
+            "{file}: {}",
+            stderr(&out)
+        );
+    }
     // Nothing lost: it replays as a lossless recording does, its report saying the mode
     // in `info`'s words; so do `diff` and `record`'s summary (they read as lossless: a
     // break-it pass).
