@@ -33,9 +33,5 @@ for t in a b; do HRX_BACKEND=cuda $d/hrx-trace record -q -o hv$t.hrxt -- $d/host
 $d/hrx-trace diff hva.hrxt hvb.hrxt > d.txt 2>&1; echo "diff rc=$?"; grep -E "verdict|outputs|graphs|warning" d.txt | head -5
 rm -f *.hrxt* r.json r.err new.txt old.txt d.txt
 cd - > /dev/null
-echo "== every verb on CUDA"
-BIN=$d bash scripts/device/s56-cuda-cli.sh
-HRX_TEST_BACKENDS=sim,cuda timeout 200 $d/conformance runtime:: > $OUT/conformance.txt 2>&1; echo "conformance rc=$?"; tail -3 $OUT/conformance.txt
-HRX_CUDA_HARDWARE=1 timeout 60 $d/hrx-lib gpu::cuda::hardware_tests --skip hardware_fault > $OUT/hardware.txt 2>&1; echo "hardware rc=$?"; grep "test result" $OUT/hardware.txt
-HRX_CUDA_HARDWARE=fault timeout 60 $d/hrx-lib gpu::cuda::hardware_tests::hardware_fault > $OUT/fault.txt 2>&1; echo "hardware_fault rc=$?"; grep "test result" $OUT/fault.txt
+BIN=$d bash scripts/device/cuda-checks.sh
 echo "done at ${SECONDS}s"

@@ -25,9 +25,5 @@ HRX_BACKEND=cuda HRX_FAULT=op=3000:kernel-error REGIONS_IN_FLIGHT=3 timeout 120 
 $d/hrx-trace info f.hrxt | grep -E "failures|quarantine|poison|Submit " | head -4
 rm -f *.hrxt* rr.txt f.txt
 cd - > /dev/null
-echo "== every verb on CUDA"
-BIN=$d bash scripts/device/s56-cuda-cli.sh
-HRX_TEST_BACKENDS=sim,cuda timeout 200 $d/conformance runtime:: > $OUT/conformance.txt 2>&1; echo "conformance rc=$?"; tail -3 $OUT/conformance.txt
-HRX_CUDA_HARDWARE=1 timeout 60 $d/hrx-lib gpu::cuda::hardware_tests --skip hardware_fault > $OUT/hardware.txt 2>&1; echo "hardware rc=$?"; grep "test result" $OUT/hardware.txt
-HRX_CUDA_HARDWARE=fault timeout 60 $d/hrx-lib gpu::cuda::hardware_tests::hardware_fault > $OUT/fault.txt 2>&1; echo "hardware_fault rc=$?"; grep "test result" $OUT/fault.txt
+BIN=$d bash scripts/device/cuda-checks.sh
 echo "done at ${SECONDS}s"

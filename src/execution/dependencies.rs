@@ -184,6 +184,16 @@ fn merge_adjacent(segments: &mut Segments, changed: &Range<usize>) {
     }
 }
 
+/// The uses that touch a byte, each with its buffer id and byte range (an empty view
+/// conflicts with nothing).
+fn touching<'a>(
+    uses: impl IntoIterator<Item = &'a Use>,
+) -> impl Iterator<Item = (&'a Use, u64, Range<usize>)> {
+    (uses.into_iter())
+        .filter(|u| !u.view.is_empty())
+        .map(|u| (u, u.buffer_id(), u.view.range()))
+}
+
 /// `hazards` sorted by producer, kind, buffer and start, with touching ranges of one
 /// producer, kind and buffer merged: sorted first, not merged one by one (a write over bytes
 /// read by many regions gives a hazard per reader).
@@ -237,12 +247,7 @@ impl Frontier {
     /// The hazards of operation `index` with `uses`, then records its uses.
     pub fn hazards(&mut self, index: usize, uses: &[Use]) -> Vec<Hazard> {
         let mut hazards = Vec::new();
-        for use_ in uses {
-            if use_.view.is_empty() {
-                continue;
-            }
-            let buffer = use_.buffer_id();
-            let range = use_.view.range();
+        for (use_, buffer, range) in touching(uses) {
             let segments = self.buffers.entry(buffer).or_default();
             cover(segments, &range);
             for (&start, segment) in segments.range(range.clone()) {
@@ -254,15 +259,8 @@ impl Frontier {
                 );
             }
         }
-        for use_ in uses {
-            if use_.view.is_empty() {
-                continue;
-            }
-            let range = use_.view.range();
-            let segments = self
-                .buffers
-                .get_mut(&use_.buffer_id())
-                .expect("covered above");
+        for (use_, buffer, range) in touching(uses) {
+            let segments = self.buffers.get_mut(&buffer).expect("covered above");
             cover(segments, &range);
             for (_, segment) in segments.range_mut(range.clone()) {
                 if use_.access.writes() {
@@ -368,12 +366,7 @@ impl Tail {
     /// and kind merged), sorted by producer, kind, buffer and start.
     pub fn hazards(&self, uses: &[Use]) -> Vec<Hazard> {
         let mut hazards = Vec::new();
-        for use_ in uses {
-            if use_.view.is_empty() {
-                continue;
-            }
-            let buffer = use_.buffer_id();
-            let range = use_.view.range();
+        for (use_, buffer, range) in touching(uses) {
             let first = self.segments.partition_point(|s| {
                 s.buffer < buffer || (s.buffer == buffer && s.end <= range.start)
             });

@@ -1145,6 +1145,13 @@ struct ByRegion {
     >,
 }
 
+/// `into`: each of `keys` with its position, sorted by key, then position.
+fn positions<K: Ord>(into: &mut Vec<(K, u32)>, keys: impl Iterator<Item = K>) {
+    into.clear();
+    into.extend(keys.zip(0u32..));
+    into.sort_unstable();
+}
+
 /// The entries of `sorted` (by `key`) whose key is `k`.
 fn run_of<T, K: Ord>(sorted: &[T], k: K, key: impl Fn(&T) -> K) -> &[T] {
     let start = sorted.partition_point(|t| key(t) < k);
@@ -1161,26 +1168,13 @@ impl ByRegion {
         self.flows_in.clear();
         self.flows_in.extend(held.flows_in.iter().copied());
         self.flows_in.sort_by_key(|f| f.0);
-        self.ops.clear();
-        (self.ops).extend(
-            held.ops
-                .iter()
-                .enumerate()
-                .map(|(i, (_, op))| (op.region, i as u32)),
+        positions(&mut self.ops, held.ops.iter().map(|(_, op)| op.region));
+        positions(
+            &mut self.first_span,
+            held.spans.iter().map(|(_, s)| s.region),
         );
-        self.ops.sort_unstable();
-        self.first_span.clear();
-        (self.first_span).extend(
-            held.spans
-                .iter()
-                .enumerate()
-                .map(|(i, (_, s))| (s.region, i as u32)),
-        );
-        self.first_span.sort_unstable();
         self.first_span.dedup_by_key(|f| f.0);
-        self.failed.clear();
-        (self.failed).extend(held.failed.iter().enumerate().map(|(i, f)| (f.0, i as u32)));
-        self.failed.sort_unstable();
+        positions(&mut self.failed, held.failed.iter().map(|f| f.0));
     }
 
     /// The position in `Held::failed` of `region`'s first failure.

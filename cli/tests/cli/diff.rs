@@ -1685,20 +1685,7 @@ fn a_trim_against_another_identical_recording_draws_no_pairing_warning() {
 #[test]
 fn a_diff_that_compared_no_output_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let regions = example("regions");
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "-q",
-            "-o",
-            "r.hrxt",
-            "--",
-            regions.to_str().unwrap(),
-            "20",
-            "3",
-        ],
-    );
+    let out = record_regions(dir.path(), "r.hrxt", &["20", "3"], true);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = "no output was compared: neither trace holds an output digest";
     let out = run(dir.path(), &["diff", "r.hrxt", "r.hrxt"]);

@@ -2,7 +2,7 @@
 //! from a whole trace) replays on its own and reproduces the whole run's outputs for those
 //! submissions.
 
-use crate::util::{assert_error, code, example, field, photo, run, stderr, stdout};
+use crate::util::{assert_error, code, field, photo, record_regions, run, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -1017,20 +1017,7 @@ fn a_capture_range_replayed_in_chunks_is_said_once() {
 #[test]
 fn a_whole_recordings_snapshot_is_no_range() {
     let dir = tempfile::tempdir().unwrap();
-    let regions = example("regions");
-    let out = run(
-        dir.path(),
-        &[
-            "record",
-            "-o",
-            "r.hrxt",
-            "--",
-            regions.to_str().unwrap(),
-            "20",
-            "2",
-            "4",
-        ],
-    );
+    let out = record_regions(dir.path(), "r.hrxt", &["20", "2", "4"], false);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let info = stdout(&run(dir.path(), &["info", "r.hrxt"]));
     assert!(info.contains("\ncapture      whole"), "{info}");

@@ -254,6 +254,19 @@ pub fn record_pipeline(dir: &Path, name: &str, photo: &Path) -> Output {
     )
 }
 
+/// Records `cli/examples/regions.rs` with `args` (`N [SUBMISSIONS [PIECES]]`) into
+/// `dir/name` (`record -o NAME -- regions ARGS`, `-q` where `quiet`).
+pub fn record_regions(dir: &Path, name: &str, args: &[&str], quiet: bool) -> Output {
+    let regions = example("regions");
+    let mut command = vec!["record"];
+    if quiet {
+        command.push("-q");
+    }
+    command.extend(["-o", name, "--", regions.to_str().expect("utf-8 path")]);
+    command.extend(args);
+    run(dir, &command)
+}
+
 /// Records the `faults` workload on `photo` at 160 pixels wide into `dir/name`; panics
 /// unless it exits 0.
 pub fn record_faults(dir: &Path, name: &str, photo: &Path) {
