@@ -20,7 +20,12 @@
 //! of the graph that touched them: one wait where every pair was compared. A wait on a
 //! region that failed or was cancelled lasts until its submission leaves (a cancelled region
 //! stands for none before it). Conflicting earlier work is therefore ordered, while
-//! non-conflicting work overlaps across queues.
+//! non-conflicting work overlaps across queues. It waits on every earlier submission in
+//! flight that conflicts, not only the latest: a later submission's wait would stand for an
+//! earlier one's only while its own region runs, and a failure elsewhere cancels it and lets
+//! its submission leave while the earlier region still runs. A large submission counts its
+//! regions' waits as they end (`GraphReady`), so finding the next region passes over none
+//! that still waits.
 //!
 //! Failure: a failed region cancels every region of its submission that has not started,
 //! and the submission fails with that first error. A failed or cancelled submission cancels
@@ -83,17 +88,24 @@ impl State {
 /// up to 8 regions allocates nothing).
 pub(crate) const TRACKED_REGIONS: usize = 9;
 
-/// A large submission's pending regions whose in-graph dependencies are all done, per queue,
-/// in region order: a queue's next region is the first of them whose cross waits are over,
-/// found without looking through the whole graph. Without it, finding the next region of a
-/// queue looked at every pending region before it, and a waiter's claim did that for each of
-/// its submission's regions: `perf record` of the untraced `regions 30000 1` (session 57) put
-/// 74% of the run in those scans. Cross waits and producers are still checked at lookup: they
-/// name other submissions.
+/// A large submission's pending regions whose in-graph dependencies are all done and whose
+/// cross waits are over, per queue, in region order: a queue's next region is the first of
+/// them, found without looking through the whole graph. Without it, finding the next region
+/// of a queue looked at every pending region before it, and a waiter's claim did that for
+/// each of its submission's regions: `perf record` of the untraced `regions 30000 1` (session
+/// 57) put 74% of the run in those scans. Cross waits are counted here too (`blocked`, ended
+/// through the earlier submission's [`InFlight::waiters`]): when the sets held regions whose
+/// in-graph dependencies were done but whose cross waits were not, each lookup passed over
+/// all of them, and eight large graphs in flight (`REGIONS_IN_FLIGHT=8 regions 20000 16
+/// 20000`, session 60) took 48.8 s, 88% of it there. Producers are still checked at lookup:
+/// one check a submission.
 struct GraphReady {
     /// Per region: entries of its `Region::dependencies` not yet `Done`.
     unmet: Vec<u32>,
-    /// Per queue: the `Pending` regions whose `unmet` is zero.
+    /// Per region: its cross waits not yet over (the earlier region done, or its submission
+    /// left).
+    blocked: Vec<u32>,
+    /// Per queue: the `Pending` regions whose `unmet` and `blocked` are zero.
     ready: [BTreeSet<usize>; 5],
 }
 
@@ -109,10 +121,26 @@ impl GraphReady {
         for &dependent in flight.prepared.dependents.of(region) {
             let dependent = dependent as usize;
             graph.unmet[dependent] -= 1;
-            if graph.unmet[dependent] == 0 && flight.states[dependent] == State::Pending {
-                let queue = flight.prepared.regions[dependent].queue();
-                graph.ready[queue as usize].insert(dependent);
-            }
+            graph.join_when_ready(&flight.prepared, &flight.states, dependent);
+        }
+    }
+
+    /// One cross wait of `region` of `flight` (which keeps a [`GraphReady`]) is over.
+    #[inline(never)]
+    fn wait_over(flight: &mut InFlight, region: usize) {
+        let Some(graph) = &mut flight.graph_ready else {
+            return;
+        };
+        graph.blocked[region] -= 1;
+        graph.join_when_ready(&flight.prepared, &flight.states, region);
+    }
+
+    /// `region` joins its queue's set when it is pending with nothing left to wait for.
+    fn join_when_ready(&mut self, prepared: &Prepared, states: &[State], region: usize) {
+        if self.unmet[region] == 0 && self.blocked[region] == 0 && states[region] == State::Pending
+        {
+            let queue = prepared.regions[region].queue();
+            self.ready[queue as usize].insert(region);
         }
     }
 
@@ -122,21 +150,30 @@ impl GraphReady {
         self.ready[queue as usize].remove(&region);
     }
 
+    /// The sets of a submission of `prepared` whose cross waits are `waits` (by region).
     #[inline(never)]
-    fn new(prepared: &Prepared) -> Box<Self> {
+    fn new(prepared: &Prepared, waits: &[(usize, u64, usize)]) -> Box<Self> {
+        let mut blocked = vec![0; prepared.regions.len()];
+        for &(region, ..) in waits {
+            blocked[region] += 1;
+        }
         let mut ready: [BTreeSet<usize>; 5] = Default::default();
         let unmet = prepared
             .regions
             .iter()
             .enumerate()
             .map(|(index, region)| {
-                if region.dependencies.is_empty() {
+                if region.dependencies.is_empty() && blocked[index] == 0 {
                     ready[region.queue() as usize].insert(index);
                 }
                 region.dependencies.len() as u32
             })
             .collect();
-        Box::new(Self { unmet, ready })
+        Box::new(Self {
+            unmet,
+            blocked,
+            ready,
+        })
     }
 }
 
@@ -152,6 +189,10 @@ struct InFlight {
     waits: Vec<(usize, u64, usize)>,
     /// For a submission of at least [`TRACKED_REGIONS`] regions.
     graph_ready: Option<Box<GraphReady>>,
+    /// The cross waits of later submissions that keep a [`GraphReady`] on this one's regions:
+    /// (this one's region, the later submission, its region), by this one's region. Each ends
+    /// once, when the region is done or, when it never is, when this submission leaves.
+    waiters: Vec<(usize, u64, usize)>,
     /// Submission-order number of its first device operation (see [`crate::fault`]).
     first_operation: u64,
     unfinished: usize,
@@ -423,6 +464,7 @@ impl Scheduler {
         let queue = flight.prepared.regions[0].queue();
         self.running &= !(1 << queue as u8);
         let flight = self.take_flight(position);
+        debug_assert!(flight.waiters.is_empty(), "nothing later was in flight");
         flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
     }
 
@@ -571,7 +613,10 @@ impl Scheduler {
             waits.sort_by_key(|&(region, ..)| region);
         }
         let regions = prepared.regions.len();
-        let graph_ready = (regions >= TRACKED_REGIONS).then(|| GraphReady::new(&prepared));
+        let graph_ready = (regions >= TRACKED_REGIONS).then(|| GraphReady::new(&prepared, &waits));
+        if graph_ready.is_some() && !waits.is_empty() {
+            self.add_waiters(submission, &waits);
+        }
         for region in &prepared.regions {
             self.pending[region.queue() as usize] += 1;
         }
@@ -586,6 +631,7 @@ impl Scheduler {
             states: smallvec::smallvec![State::Pending; regions],
             waits,
             graph_ready,
+            waiters: Vec::new(),
             first_operation,
             unfinished: regions,
             status: None,
@@ -599,6 +645,52 @@ impl Scheduler {
         };
         self.wake_queues(&mut wake);
         (wake, early)
+    }
+
+    /// Files `waits`, the cross waits of a new large submission `submission`, with the
+    /// earlier submissions they name, to be ended there ([`InFlight::waiters`]).
+    #[inline(never)]
+    fn add_waiters(&mut self, submission: u64, waits: &[(usize, u64, usize)]) {
+        // (position, its waiters' length before), for each earlier submission named.
+        let mut touched: Vec<(usize, usize)> = Vec::new();
+        for &(region, earlier, earlier_region) in waits {
+            let Some(position) = self.position(earlier) else {
+                continue;
+            };
+            let waiters = &mut self.in_flight[position].waiters;
+            if !touched.iter().any(|&(p, _)| p == position) {
+                touched.push((position, waiters.len()));
+            }
+            waiters.push((earlier_region, submission, region));
+        }
+        for (position, before) in touched {
+            // The new ones sorted, then merged with the sorted rest: the stable sort finds
+            // the two runs (sorting the whole list each time was 22% of eight large graphs
+            // in flight).
+            let waiters = &mut self.in_flight[position].waiters;
+            waiters[before..].sort_unstable();
+            waiters.sort();
+        }
+    }
+
+    /// The cross waits on `region` of the submission at `position` are over (it is done):
+    /// the later large submissions' regions waiting on it count one wait fewer.
+    #[inline(never)]
+    fn end_waits_on(&mut self, position: usize, region: usize) {
+        let waiters = std::mem::take(&mut self.in_flight[position].waiters);
+        let first = waiters.partition_point(|&(r, ..)| r < region);
+        for &(_, later, later_region) in waiters[first..].iter().take_while(|&&(r, ..)| r == region)
+        {
+            self.end_wait(later, later_region);
+        }
+        self.in_flight[position].waiters = waiters;
+    }
+
+    /// One cross wait of `region` of submission `later` is over.
+    fn end_wait(&mut self, later: u64, region: usize) {
+        if let Some(position) = self.position(later) {
+            GraphReady::wait_over(&mut self.in_flight[position], region);
+        }
     }
 
     fn ready(&self, position: usize, region: usize) -> bool {
@@ -865,10 +957,8 @@ impl Scheduler {
                 continue;
             }
             let region = match &flight.graph_ready {
-                Some(graph) => graph.ready[queue as usize]
-                    .iter()
-                    .copied()
-                    .find(|&r| self.waits_over(&flight.waits, r)),
+                // Its cross waits are over: it would not be in the set otherwise.
+                Some(graph) => graph.ready[queue as usize].first().copied(),
                 None => self.first_ready(position, queue),
             };
             if let Some(region) = region {
@@ -885,6 +975,20 @@ impl Scheduler {
                 found, scanned,
                 "next region of {queue:?}, by the sets and by scan"
             );
+            // The sets hold only regions with nothing left to wait for: a lookup never passes
+            // over one (each did, before the cross waits were counted).
+            for (position, flight) in self.in_flight.iter().enumerate() {
+                let Some(graph) = &flight.graph_ready else {
+                    continue;
+                };
+                for &region in graph.ready.iter().flatten() {
+                    assert!(
+                        flight.states[region] == State::Pending && self.ready(position, region),
+                        "submission {} region {region} is in a ready set, not ready",
+                        flight.submission
+                    );
+                }
+            }
         }
         found
     }
@@ -942,6 +1046,9 @@ impl Scheduler {
                 if flight.graph_ready.is_some() {
                     GraphReady::done(flight, region);
                 }
+                if !flight.waiters.is_empty() {
+                    self.end_waits_on(position, region);
+                }
             }
             Err(error) => {
                 flight.states[region] = State::Failed;
@@ -990,7 +1097,7 @@ impl Scheduler {
                 Self::cancel_pending(flight, &mut self.pending, &reason);
             }
         }
-        if flight.unfinished == 0 {
+        if self.in_flight[position].unfinished == 0 {
             let own = own == Some(submission);
             self.retire(position, &mut wake, own);
         }
@@ -1074,6 +1181,12 @@ impl Scheduler {
     /// completion and publishes it itself ([`retire_own_slot`]).
     fn retire(&mut self, position: usize, wake: &mut Wake, own: bool) {
         let flight = self.take_flight(position);
+        // The waits on its regions that were never done end as it leaves (`waits_over`).
+        for &(region, later, later_region) in &flight.waiters {
+            if flight.states[region] != State::Done {
+                self.end_wait(later, later_region);
+            }
+        }
         self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);
         let (occupied, signals) = (&flight.prepared.occupied, &flight.prepared.signals);

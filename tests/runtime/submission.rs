@@ -772,3 +772,52 @@ fn a_graph_of_many_regions_runs_in_hazard_order_across_submissions() {
         "{uploads} uploads ran"
     );
 }
+
+/// A large submission that waits across on a small earlier one whose region failed while
+/// another of its regions still runs: the large one's regions on that piece wait until the
+/// earlier submission leaves (a failed region stands for nothing before it), joining the
+/// scheduler's ready sets only then, and the rest run meanwhile. With debug assertions the
+/// scheduler checks at every lookup that its sets hold exactly the regions with nothing left
+/// to wait for (a lookup once passed over every region still waiting across: eight large
+/// graphs in flight were quadratic).
+#[test]
+fn a_large_submission_waits_on_a_failed_region_until_its_submission_leaves() {
+    const SHAPE: (usize, usize, usize) = (40, 4, 16);
+    let staged: Vec<u8> = (0..SHAPE.1 * SHAPE.2).map(|i| 100 + i as u8).collect();
+    let faulty = RuntimeOptions::sim()
+        .graph_slots(2)
+        .fault("op=1:kernel-error".parse().unwrap());
+    let rt = Runtime::new(faulty).unwrap();
+    let (large, device) = pieces_graph(&rt, SHAPE, &staged);
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let earlier = {
+        let host = rt.buffer(16, Placement::HostVisible).unwrap();
+        let mut graph = rt.graph();
+        graph
+            .host(&[GpuAccess::new(host.whole(), Access::Write)], move |_| {
+                let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(60));
+                Ok(())
+            })
+            .unwrap();
+        // The first device operation (the callback is none): the one the fault fails.
+        let piece = device.view(SHAPE.2..2 * SHAPE.2).unwrap();
+        graph.fill(piece, 7).unwrap();
+        graph.prepare().unwrap()
+    };
+    let earlier = earlier.submit().unwrap();
+    let later = large.submit().unwrap();
+    assert!(
+        !later.is_complete(),
+        "piece 1's regions wait until the earlier submission leaves"
+    );
+    release.send(()).unwrap();
+    let error = earlier.wait().unwrap_err().to_string();
+    assert!(error.contains("injected fault op=1"), "{error}");
+    later.wait_timeout(Duration::from_secs(60)).unwrap();
+    assert_eq!(
+        device.to_vec().unwrap(),
+        pieces_expected(SHAPE, &staged),
+        "the large submission ran whole, after the earlier one"
+    );
+}
