@@ -61,7 +61,7 @@ use super::types::{Queue, RegionKind, Status};
 use crate::{Completion, Error};
 use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -94,7 +94,7 @@ pub(crate) const TRACKED_REGIONS: usize = 9;
 /// of a queue looked at every pending region before it, and a waiter's claim did that for
 /// each of its submission's regions: `perf record` of the untraced `regions 30000 1` (session
 /// 57) put 74% of the run in those scans. Cross waits are counted here too (`blocked`, ended
-/// through the earlier submission's [`InFlight::waiters`]): when the sets held regions whose
+/// through [`Scheduler::waiters`]): when the sets held regions whose
 /// in-graph dependencies were done but whose cross waits were not, each lookup passed over
 /// all of them, and eight large graphs in flight (`REGIONS_IN_FLIGHT=8 regions 20000 16
 /// 20000`, session 60) took 48.8 s, 88% of it there. Producers are still checked at lookup:
@@ -189,10 +189,6 @@ struct InFlight {
     waits: Vec<(usize, u64, usize)>,
     /// For a submission of at least [`TRACKED_REGIONS`] regions.
     graph_ready: Option<Box<GraphReady>>,
-    /// The cross waits of later submissions that keep a [`GraphReady`] on this one's regions:
-    /// (this one's region, the later submission, its region), by this one's region. Each ends
-    /// once, when the region is done or, when it never is, when this submission leaves.
-    waiters: Vec<(usize, u64, usize)>,
     /// Submission-order number of its first device operation (see [`crate::fault`]).
     first_operation: u64,
     unfinished: usize,
@@ -339,6 +335,12 @@ pub(crate) struct Scheduler {
     with_producers: usize,
     /// Regions claimed by threads in `Completion::wait` ([`Scheduler::claim_own`]).
     pub regions_run_by_waiters: u64,
+    /// Per in-flight submission, the cross waits on its regions of later submissions that
+    /// keep a [`GraphReady`]: (its region, the later submission, that one's region), by its
+    /// region. Each ends once: when the region is done or, when it never is, when the
+    /// submission leaves. Beside the in-flight list, not in it: a round trip of a small graph
+    /// has none and moves no more bytes.
+    waiters: BTreeMap<u64, Vec<(usize, u64, usize)>>,
     /// Parked workers notified ([`Scheduler::take_parked`]): each a syscall after the lock.
     pub worker_wakes: u64,
     doorbells: Doorbells,
@@ -427,6 +429,7 @@ impl Scheduler {
             pending: [0; 5],
             with_producers: 0,
             regions_run_by_waiters: 0,
+            waiters: BTreeMap::new(),
             worker_wakes: 0,
             doorbells,
             parked: Parked::default(),
@@ -464,7 +467,7 @@ impl Scheduler {
         let queue = flight.prepared.regions[0].queue();
         self.running &= !(1 << queue as u8);
         let flight = self.take_flight(position);
-        debug_assert!(flight.waiters.is_empty(), "nothing later was in flight");
+        debug_assert!(self.waiters.is_empty(), "nothing later was in flight");
         flight.prepared.occupied[flight.slot].store(false, Ordering::Relaxed);
     }
 
@@ -531,6 +534,7 @@ impl Scheduler {
         self.next
     }
 
+    #[inline(always)]
     fn position(&self, submission: u64) -> Option<usize> {
         // The oldest first: on a runtime that is not backed up it is the only one in flight,
         // and a round trip looks it up four times.
@@ -631,7 +635,6 @@ impl Scheduler {
             states: smallvec::smallvec![State::Pending; regions],
             waits,
             graph_ready,
-            waiters: Vec::new(),
             first_operation,
             unfinished: regions,
             status: None,
@@ -648,42 +651,54 @@ impl Scheduler {
     }
 
     /// Files `waits`, the cross waits of a new large submission `submission`, with the
-    /// earlier submissions they name, to be ended there ([`InFlight::waiters`]).
+    /// earlier submissions they name, to be ended there ([`Scheduler::waiters`]).
     #[inline(never)]
     fn add_waiters(&mut self, submission: u64, waits: &[(usize, u64, usize)]) {
-        // (position, its waiters' length before), for each earlier submission named.
-        let mut touched: Vec<(usize, usize)> = Vec::new();
+        // (earlier submission, its waiters' length before), for each one named.
+        let mut touched: Vec<(u64, usize)> = Vec::new();
         for &(region, earlier, earlier_region) in waits {
-            let Some(position) = self.position(earlier) else {
-                continue;
-            };
-            let waiters = &mut self.in_flight[position].waiters;
-            if !touched.iter().any(|&(p, _)| p == position) {
-                touched.push((position, waiters.len()));
+            let waiters = self.waiters.entry(earlier).or_default();
+            if !touched.iter().any(|&(e, _)| e == earlier) {
+                touched.push((earlier, waiters.len()));
             }
             waiters.push((earlier_region, submission, region));
         }
-        for (position, before) in touched {
+        for (earlier, before) in touched {
             // The new ones sorted, then merged with the sorted rest: the stable sort finds
             // the two runs (sorting the whole list each time was 22% of eight large graphs
             // in flight).
-            let waiters = &mut self.in_flight[position].waiters;
+            let waiters = self.waiters.get_mut(&earlier).expect("filled above");
             waiters[before..].sort_unstable();
             waiters.sort();
         }
     }
 
-    /// The cross waits on `region` of the submission at `position` are over (it is done):
-    /// the later large submissions' regions waiting on it count one wait fewer.
+    /// The cross waits on `region` of `submission` are over (it is done): the later large
+    /// submissions' regions waiting on it count one wait fewer.
     #[inline(never)]
-    fn end_waits_on(&mut self, position: usize, region: usize) {
-        let waiters = std::mem::take(&mut self.in_flight[position].waiters);
+    fn end_waits_on(&mut self, submission: u64, region: usize) {
+        let Some(waiters) = self.waiters.remove(&submission) else {
+            return;
+        };
         let first = waiters.partition_point(|&(r, ..)| r < region);
         for &(_, later, later_region) in waiters[first..].iter().take_while(|&&(r, ..)| r == region)
         {
             self.end_wait(later, later_region);
         }
-        self.in_flight[position].waiters = waiters;
+        self.waiters.insert(submission, waiters);
+    }
+
+    /// The cross waits on the regions of `flight`, which left, that were not done are over.
+    #[inline(never)]
+    fn end_waits_on_leaving(&mut self, flight: &InFlight) {
+        let Some(waiters) = self.waiters.remove(&flight.submission) else {
+            return;
+        };
+        for (region, later, later_region) in waiters {
+            if flight.states[region] != State::Done {
+                self.end_wait(later, later_region);
+            }
+        }
     }
 
     /// One cross wait of `region` of submission `later` is over.
@@ -693,6 +708,7 @@ impl Scheduler {
         }
     }
 
+    #[inline(always)]
     fn ready(&self, position: usize, region: usize) -> bool {
         let flight = &self.in_flight[position];
         flight.prepared.regions[region]
@@ -1046,8 +1062,8 @@ impl Scheduler {
                 if flight.graph_ready.is_some() {
                     GraphReady::done(flight, region);
                 }
-                if !flight.waiters.is_empty() {
-                    self.end_waits_on(position, region);
+                if !self.waiters.is_empty() {
+                    self.end_waits_on(submission, region);
                 }
             }
             Err(error) => {
@@ -1182,10 +1198,8 @@ impl Scheduler {
     fn retire(&mut self, position: usize, wake: &mut Wake, own: bool) {
         let flight = self.take_flight(position);
         // The waits on its regions that were never done end as it leaves (`waits_over`).
-        for &(region, later, later_region) in &flight.waiters {
-            if flight.states[region] != State::Done {
-                self.end_wait(later, later_region);
-            }
+        if !self.waiters.is_empty() {
+            self.end_waits_on_leaving(&flight);
         }
         self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);
