@@ -10,7 +10,7 @@
 
 use super::build::{Description, Graph};
 use super::completion::Signal;
-use super::dependencies::{Frontier, Use, summarize};
+use super::dependencies::{CrossUses, Frontier, Use, summarize};
 use super::region::{Backend, Region};
 use super::submit::{ExecutableGraph, Prepared};
 use super::types::{GpuLane, RegionKind};
@@ -197,8 +197,12 @@ impl Graph {
             });
         }
         let mut frontier = Frontier::default();
+        let mut narrowed = Vec::new();
         for (index, region) in regions.iter_mut().enumerate() {
             region.uses = summarize(std::mem::take(&mut region.uses));
+            if let Some(uses) = frontier.unwritten(&region.uses) {
+                narrowed.push((index, uses));
+            }
             region.hazards = frontier.hazards(index, &region.uses);
             region.dependencies = region.hazards.iter().map(|h| h.producer).collect();
             region.dependencies.dedup();
@@ -242,6 +246,7 @@ impl Graph {
             operations_before,
             dependents,
             tail,
+            cross_uses: CrossUses::new(narrowed),
             uses,
             snapshot: if context.tracer.on() {
                 super::submit::SnapshotUses::of(self.entries.iter().map(|e| &e.uses[..]))

@@ -572,7 +572,11 @@ impl Scheduler {
                 // A large graph: its regions at the frontier's end, looked up per use
                 // (`Tail`), not every pair of regions.
                 for (r, region) in prepared.regions.iter().enumerate() {
-                    let hazards = earlier.prepared.tail.hazards(&region.uses);
+                    let uses = prepared.cross_uses.of(r, &region.uses);
+                    if uses.is_empty() {
+                        continue;
+                    }
+                    let hazards = earlier.prepared.tail.hazards(uses);
                     for pair in hazards.chunk_by(|a, b| a.producer == b.producer) {
                         let er = pair[0].producer;
                         // Done: so is every region it depended on.
@@ -597,7 +601,8 @@ impl Scheduler {
                     continue;
                 }
                 for (r, region) in prepared.regions.iter().enumerate() {
-                    let hazards = hazards_between(&earlier_region.uses, &region.uses);
+                    let uses = prepared.cross_uses.of(r, &region.uses);
+                    let hazards = hazards_between(&earlier_region.uses, uses);
                     if !hazards.is_empty() {
                         super::record::cross_wait(
                             prepared.tracer(),

@@ -36,7 +36,7 @@
 //! (the last three `Busy`). A caller told `Busy` may retry; one told `DeviceLost` may not.
 
 use super::completion::Signal;
-use super::dependencies::{Tail, Use};
+use super::dependencies::{CrossUses, Tail, Use};
 use super::region::Region;
 use super::shared::RuntimeOwner;
 use super::types::RegionInfo;
@@ -63,6 +63,9 @@ pub(crate) struct Prepared {
     /// frontier after its last region ([`Tail`]): what a later submission's regions wait
     /// for; empty for a smaller one.
     pub tail: Tail,
+    /// Per region, the bytes a later submission of this graph waits across for
+    /// ([`CrossUses`]).
+    pub cross_uses: CrossUses,
     pub uses: Vec<Use>,
     /// Whether each slot's submission is still in flight.
     /// Read and written only under the scheduler lock (atomics only to be shared).
