@@ -19,8 +19,10 @@
 //! the readers since ([`super::dependencies::Tail`]), which come after every earlier region
 //! of the graph that touched them: one wait where every pair was compared. A wait on a
 //! region that failed or was cancelled lasts until its submission leaves (a cancelled region
-//! stands for none before it). Conflicting earlier work is therefore ordered, while
-//! non-conflicting work overlaps across queues. It waits on every earlier submission in
+//! stands for none before it). A region waits across only for the bytes no earlier region
+//! of its own graph wrote ([`super::dependencies::CrossUses`]): the graph's first writer of
+//! the others waits for them, and the region runs after that writer. Conflicting earlier
+//! work is therefore ordered, while non-conflicting work overlaps across queues. It waits on every earlier submission in
 //! flight that conflicts, not only the latest: a later submission's wait would stand for an
 //! earlier one's only while its own region runs, and a failure elsewhere cancels it and lets
 //! its submission leave while the earlier region still runs. A large submission counts its
