@@ -320,7 +320,10 @@ impl Frontier {
             }
             let narrowed = narrowed.get_or_insert_with(|| uses[..index].to_vec());
             let mut position = range.start;
-            for bytes in written.into_iter().chain([range.end..range.end]) {
+            for bytes in written
+                .into_iter()
+                .chain(std::iter::once(range.end..range.end))
+            {
                 if position < bytes.start {
                     let view = (use_.view.buffer().view(position..bytes.start))
                         .expect("inside the use's own view");
