@@ -288,6 +288,9 @@ pub struct Summaries {
     ///
     /// [`Blob`]: crate::schema::Blob
     pub contents_bytes: u64,
+    /// The records the recorder dropped while recording, from the footer of a trace closed
+    /// cleanly; `None` without a footer (not closed cleanly, or being recorded).
+    pub dropped_records: Option<u64>,
 }
 
 impl Summaries {
@@ -312,8 +315,13 @@ impl Summaries {
     }
 }
 
+/// The longest footer read for its count of dropped records: a footer lists every block (a
+/// few bytes each), so 64 MiB is millions of blocks; a longer one is taken for damage.
+const MAX_FOOTER_BYTES: u32 = 64 << 20;
+
 /// Reads the block summaries of the trace at `path`, hopping from block header to block
-/// header (see the module docs): nothing else of the trace is read or decoded.
+/// header (see the module docs), and the footer of a trace closed cleanly for its count of
+/// dropped records: nothing else of the trace is read or decoded.
 ///
 /// # Errors
 ///
@@ -376,7 +384,19 @@ pub fn read_summaries(path: &Path) -> Result<Summaries, ReadError> {
                 }
             }
             BlockKind::SUMMARY => out.bad_summaries += 1,
-            // The trailer follows: the end of a cleanly closed trace.
+            // The trailer follows: the end of a cleanly closed trace. Its count of dropped
+            // records is what every verb says a trace lacks (the block index before it is a
+            // few bytes a block).
+            BlockKind::FOOTER if block.stored_len <= MAX_FOOTER_BYTES => {
+                payload.resize(block.stored_len as usize, 0);
+                out.dropped_records = file
+                    .read_exact(&mut payload)
+                    .ok()
+                    .and_then(|()| decode_payload(&block, &payload).ok())
+                    .and_then(|p| postcard::from_bytes::<crate::format::Footer>(&p).ok())
+                    .map(|footer| footer.dropped_records);
+                break;
+            }
             BlockKind::FOOTER => break,
             _ => {}
         }

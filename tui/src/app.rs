@@ -154,7 +154,8 @@ fn first_frame_of(
 ) -> Result<(String, bool), TuiError> {
     Ok(match crate::open_or_summarise(path)? {
         Opening::Ready(model) => (full_frame(&model, width, height, ascii, held), false),
-        Opening::Summary(overview, _) => {
+        Opening::Summary(mut overview, _) => {
+            overview.being_recorded = held;
             let progress = LoadProgress {
                 total_bytes: overview.file_len,
                 ..LoadProgress::default()
@@ -266,7 +267,8 @@ pub fn run_coloured(path: &Path, follow: bool, colour: bool) -> Result<(), TuiEr
     let mut shown = match opened {
         Opened::Followed(tail) => Shown::Followed(Box::new(Follower::new(path, *tail))),
         Opened::Read(Opening::Ready(model)) => Shown::Model(model),
-        Opened::Read(Opening::Summary(overview, options)) => {
+        Opened::Read(Opening::Summary(mut overview, options)) => {
+            overview.being_recorded = held;
             match wait_for_index(&mut guard.terminal, path, &overview, options, ascii)? {
                 Some(model) => Shown::Model(Box::new(model)),
                 None => return Ok(guard.leave()?),

@@ -105,6 +105,12 @@ pub struct Overview {
     pub stopped: Option<(u64, String)>,
     /// The trace's length in bytes.
     pub file_len: u64,
+    /// Records the recorder dropped, from the footer of a trace closed cleanly; `None`
+    /// without one.
+    pub dropped_records: Option<u64>,
+    /// Whether a recorder held the file as it was opened (set by the viewer): a trace
+    /// without a footer is then being written, not cut short.
+    pub being_recorded: bool,
 }
 
 impl Overview {
@@ -173,6 +179,8 @@ impl Overview {
             bad_summaries: summaries.bad_summaries,
             stopped: summaries.stopped.clone(),
             file_len: summaries.file_len,
+            dropped_records: summaries.dropped_records,
+            being_recorded: false,
         }
     }
 

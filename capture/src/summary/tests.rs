@@ -310,3 +310,29 @@ fn a_timing_waiting_for_its_submit_is_not_given_up_at_a_stored_content() {
         summaries.blocks
     );
 }
+
+/// The footer's count of dropped records comes with the summaries (what a viewer's summary
+/// frame says a trace lacks): 0 for a trace closed cleanly that dropped nothing, `None` for
+/// one cut before its footer.
+#[test]
+fn the_footer_says_how_many_records_were_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.hrxt");
+    let recorder = Recorder::create(&path, RecorderOptions::default()).unwrap();
+    recorder.record(&prepared(0, 7));
+    recorder.record(&submit(0, 7, 1));
+    recorder.record(&Record::RegionTiming(timing(0, 1, 1, 100, 120)));
+    recorder.close().unwrap();
+    let closed = read_summaries(&path).unwrap();
+    assert_eq!(closed.dropped_records, Some(0));
+    let bytes = std::fs::read(&path).unwrap();
+    // The trailer and the footer's last byte gone: no footer read.
+    std::fs::write(
+        &path,
+        &bytes[..bytes.len() - crate::format::TRAILER_LEN - 1],
+    )
+    .unwrap();
+    let cut = read_summaries(&path).unwrap();
+    assert_eq!(cut.dropped_records, None);
+    assert_eq!(cut.blocks.len(), closed.blocks.len());
+}

@@ -221,6 +221,22 @@ fn summary_notes(overview: &Overview) -> Vec<String> {
         note.push_str(&format!("; summaries stop at byte {at} ({why})"));
     }
     let mut notes = vec![note];
+    // What the trace lacks, as every verb says it: the footer's count of dropped records,
+    // or that there is no footer yet.
+    match (overview.dropped_records, overview.being_recorded) {
+        (Some(0), _) => {}
+        (Some(n), _) => notes.push(format!(
+            " the recorder lost {} while recording: the index says of which kinds",
+            units::plural(n, "record")
+        )),
+        (None, true) => notes
+            .push(" being recorded now: the summaries cover the blocks written so far".to_owned()),
+        (None, false) => notes.push(
+            " not closed cleanly: the summaries cover the blocks written before it ended; \
+             the index says what was recovered"
+                .to_owned(),
+        ),
+    }
     // What "not placed on a lane" meant, on a line of its own (it was 7 words at the end of
     // a long one): the recorder summarised their timings before it read their submissions,
     // so it could not tell their queue; the index can.
@@ -307,5 +323,57 @@ mod tests {
             "{frame}"
         );
         assert!(!frame.contains("not placed"), "{frame}");
+    }
+
+    /// The summary frame says what the trace lacks, as every verb does: the records the
+    /// recorder lost (the footer's count), or that there is no footer (not closed cleanly,
+    /// or being recorded now); nothing of a trace closed cleanly that lost nothing (it said
+    /// neither: only the index's frame did).
+    #[test]
+    fn the_summary_frame_says_lost_records_and_an_unclosed_trace() {
+        let summaries = |dropped_records| Summaries {
+            blocks: vec![BlockSummary {
+                lanes: vec![LaneSummary {
+                    runtime: RuntimeId(1),
+                    queue: Queue::GpuCompute,
+                    regions: 3,
+                    first_start_ns: 0,
+                    last_end_ns: 500,
+                    busy_ns: 400,
+                }],
+                unplaced: 0,
+            }],
+            dropped_records,
+            ..Summaries::default()
+        };
+        let frame = |dropped, held| {
+            let mut overview = Overview::from_summaries(&summaries(dropped));
+            overview.being_recorded = held;
+            overview_to_string(&overview, &LoadProgress::default(), false, 120, 12)
+        };
+        let lost = frame(Some(1_234), false);
+        assert!(
+            lost.contains(
+                " the recorder lost 1234 records while recording: the index says of which kinds"
+            ),
+            "{lost}"
+        );
+        let whole = frame(Some(0), false);
+        assert!(
+            !whole.contains("lost") && !whole.contains("closed"),
+            "{whole}"
+        );
+        let cut = frame(None, false);
+        assert!(
+            cut.contains(
+                " not closed cleanly: the summaries cover the blocks written before it ended"
+            ),
+            "{cut}"
+        );
+        let live = frame(None, true);
+        assert!(
+            live.contains(" being recorded now: the summaries cover the blocks written so far"),
+            "{live}"
+        );
     }
 }
