@@ -26,7 +26,7 @@ t $d/hrx-trace replay p.hrxt --backend cuda --baseline b.json --inject-slowdown 
 t $d/hrx-trace replay p.hrxt --backend sim
 t $d/hrx-trace record -o app.hrxt -- env HRX_BACKEND=cuda $d/linked
 t $d/hrx-trace replay app.hrxt --backend cuda
-t $d/hrx-trace record -o pl.hrxt -- env HRX_BACKEND=cuda $d/pipeline
+t $d/hrx-trace record -o pl.hrxt -- env HRX_BACKEND=cuda $d/pipeline --input $d/photo --frames 12 --out "$OUT/pl-out"
 t $d/hrx-trace replay pl.hrxt --backend cuda
 t $d/hrx-trace record -o crash.hrxt -- env HRX_BACKEND=cuda $d/crashing segv
 t $d/hrx-trace info crash.hrxt

@@ -21,7 +21,8 @@ grep -E "verdict|replayed|statuses|outputs|error" rr.txt | cut -c1-300 | head -5
 for n in 2000 20000; do
   /usr/bin/time -f "regions $n 4 4, 2 in flight, CUDA untraced: %e s, %M KiB" env HRX_BACKEND=cuda REGIONS_IN_FLIGHT=2 timeout 120 $d/regions $n 4 4; echo "rc=$?"
 done
-HRX_BACKEND=cuda HRX_FAULT=op=3000:kernel-error REGIONS_IN_FLIGHT=3 timeout 120 $d/hrx-trace record -q -o f.hrxt -- $d/regions 2000 6 4 > f.txt 2>&1; echo "fault record rc=$? (the program fails: exit 1 expected)"; tail -2 f.txt | cut -c1-300
+# Fault injection is the software device's (`src/fault.rs`): the failure case on sim.
+HRX_FAULT=op=3000:kernel-error REGIONS_IN_FLIGHT=3 timeout 120 $d/hrx-trace record -q -o f.hrxt -- $d/regions 2000 6 4 > f.txt 2>&1; echo "fault record (sim) rc=$? (the program fails: exit 1 expected)"; tail -2 f.txt | cut -c1-300
 $d/hrx-trace info f.hrxt | grep -E "failures|quarantine|poison|Submit " | head -4
 rm -f *.hrxt* rr.txt f.txt
 cd - > /dev/null
