@@ -22,12 +22,13 @@
 //! stands for none before it). A region waits across only for the bytes no earlier region
 //! of its own graph wrote ([`super::dependencies::CrossUses`]): the graph's first writer of
 //! the others waits for them, and the region runs after that writer. Conflicting earlier
-//! work is therefore ordered, while non-conflicting work overlaps across queues. It waits on every earlier submission in
-//! flight that conflicts, not only the latest: a later submission's wait would stand for an
-//! earlier one's only while its own region runs, and a failure elsewhere cancels it and lets
-//! its submission leave while the earlier region still runs. A large submission counts its
-//! regions' waits as they end (`GraphReady`), so finding the next region passes over none
-//! that still waits.
+//! work is therefore ordered, while non-conflicting work overlaps across queues.
+//!
+//! It waits on every earlier submission in flight that conflicts, not only the latest: a
+//! later submission's wait would stand for an earlier one's only while its own region runs,
+//! and a failure elsewhere cancels it and lets its submission leave while the earlier region
+//! still runs. A large submission counts its regions' waits as they end (`GraphReady`), so
+//! finding the next region passes over none that still waits.
 //!
 //! Failure: a failed region cancels every region of its submission that has not started,
 //! and the submission fails with that first error. A failed or cancelled submission cancels
@@ -96,11 +97,10 @@ pub(crate) const TRACKED_REGIONS: usize = 9;
 /// of a queue looked at every pending region before it, and a waiter's claim did that for
 /// each of its submission's regions: `perf record` of the untraced `regions 30000 1` (session
 /// 57) put 74% of the run in those scans. Cross waits are counted here too (`blocked`, ended
-/// through [`Scheduler::waiters`]): when the sets held regions whose
-/// in-graph dependencies were done but whose cross waits were not, each lookup passed over
-/// all of them, and eight large graphs in flight (`REGIONS_IN_FLIGHT=8 regions 20000 16
-/// 20000`, session 60) took 48.8 s, 88% of it there. Producers are still checked at lookup:
-/// one check a submission.
+/// through [`Scheduler::waiters`]): when the sets held regions whose in-graph dependencies
+/// were done but whose cross waits were not, each lookup passed over all of them, and eight
+/// large graphs in flight (`REGIONS_IN_FLIGHT=8 regions 20000 16 20000`, session 60) took
+/// 48.8 s, 88% of it there. Producers are still checked at lookup: one check a submission.
 struct GraphReady {
     /// Per region: entries of its `Region::dependencies` not yet `Done`.
     unmet: Vec<u32>,
