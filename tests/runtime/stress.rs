@@ -537,6 +537,68 @@ fn large_graphs_in_flight_together_wait_on_their_frontiers_in_order() {
     assert!(checked.required_cross_waits > 0, "{checked:?}");
 }
 
+/// N regions reading a buffer, then, in a later submission still in flight beside them, N
+/// regions writing it in turn: the first writer waits across for every reader, and the
+/// writers after it wait through it (in-graph), not for the readers again: N waits where
+/// there were N x N, and as many `CrossWait` records. The checker proves the order from the
+/// trace, a wait of a writer's in-graph ancestor standing for its own.
+#[test]
+fn many_readers_then_many_writers_wait_once_a_reader() {
+    const N: usize = 24;
+    let (sink, recorder) = lossless_recorder();
+    {
+        let options = RuntimeOptions::sim().graph_slots(2);
+        let rt = Runtime::new(options.recorder(recorder.clone())).unwrap();
+        // Host callbacks: each one a region of its own.
+        let shared = rt.buffer(64, Placement::HostVisible).unwrap();
+        // The first reader holds the host queue until the writers are submitted: every
+        // reader is unfinished then.
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = std::sync::Mutex::new(gate);
+        let mut readers = rt.graph();
+        let read = || GpuAccess::new(shared.whole(), Access::Read);
+        readers
+            .host(&[read()], move |_| {
+                let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(60));
+                Ok(())
+            })
+            .unwrap();
+        for _ in 1..N {
+            readers.host(&[read()], |_| Ok(())).unwrap();
+        }
+        let mut writers = rt.graph();
+        for _ in 0..N {
+            let write = GpuAccess::new(shared.whole(), Access::Write);
+            writers.host(&[write], |_| Ok(())).unwrap();
+        }
+        let (readers, writers) = (readers.prepare().unwrap(), writers.prepare().unwrap());
+        assert!(
+            readers.regions() >= 9 && writers.regions() >= 9,
+            "both large"
+        );
+        let first = readers.submit().unwrap();
+        let second = writers.submit().unwrap();
+        release.send(()).unwrap();
+        first.wait().unwrap();
+        second.wait().unwrap();
+    }
+    recorder.close().unwrap();
+    let trace = Trace::from_bytes(&sink.contents()).unwrap();
+    let checked = check(&trace.records).unwrap_or_else(|violation| panic!("{violation}"));
+    let waits: Vec<_> = (trace.records.iter())
+        .filter_map(|r| match r {
+            Record::CrossWait(w) => Some((w.submission.0, w.region.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waits.len(), N, "one a reader: {waits:?}");
+    assert!(
+        waits.iter().all(|&(_, region)| region == 0),
+        "only the first writer waits across: {waits:?}"
+    );
+    assert_eq!(checked.submissions, 2);
+}
+
 #[cfg(test)]
 mod checker {
     use super::*;
