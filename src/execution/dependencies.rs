@@ -878,6 +878,19 @@ mod tests {
             .prop_map(move |(b, start, len, a)| (b, start, (start + len).min(bytes), a))
     }
 
+    /// Pushes the row of the region whose hazards are `hazards` to `before` (each region's
+    /// ancestors among `regions`): its producers and theirs.
+    fn push_ancestors(before: &mut Vec<Vec<bool>>, hazards: &[Hazard], regions: usize) {
+        let mut row = vec![false; regions];
+        for h in hazards {
+            row[h.producer] = true;
+            for (j, &b) in before[h.producer].iter().enumerate() {
+                row[j] |= b;
+            }
+        }
+        before.push(row);
+    }
+
     /// Random graphs of up to 24 regions over two buffers and a later region: every region
     /// the later one conflicts with (pair by pair, the scheduler's check for small graphs) is
     /// one the graph's frontier end names ([`Tail`]) or a dependency, transitively, of one
@@ -887,10 +900,7 @@ mod tests {
     fn a_tail_names_every_conflict_directly_or_through_a_dependency() {
         use proptest::prelude::*;
         let rt = runtime();
-        let buffers = [
-            rt.buffer(64, Placement::GpuLocal).unwrap(),
-            rt.buffer(64, Placement::GpuLocal).unwrap(),
-        ];
+        let buffers = [0, 1].map(|_| rt.buffer(64, Placement::GpuLocal).unwrap());
         let region = proptest::collection::vec(random_use(2, 64, 1..24), 1..4);
         let graph = proptest::collection::vec(region.clone(), 1..24);
         proptest!(|(graph in graph, later in region)| {
@@ -903,14 +913,7 @@ mod tests {
             // Each region's dependencies, then their transitive closure.
             let mut before: Vec<Vec<bool>> = Vec::new();
             for (i, uses) in regions.iter().enumerate() {
-                let mut row = vec![false; regions.len()];
-                for h in frontier.hazards(i, uses) {
-                    row[h.producer] = true;
-                    for (j, &b) in before[h.producer].iter().enumerate() {
-                        row[j] |= b;
-                    }
-                }
-                before.push(row);
+                push_ancestors(&mut before, &frontier.hazards(i, uses), regions.len());
             }
             // Merged as far as they go: no touching neighbours in one state.
             for buffer in &buffers {
@@ -953,10 +956,7 @@ mod tests {
     fn a_region_waits_across_for_its_bytes_or_through_an_ancestor() {
         use proptest::prelude::*;
         let rt = runtime();
-        let buffers = [
-            rt.buffer(64, Placement::GpuLocal).unwrap(),
-            rt.buffer(64, Placement::GpuLocal).unwrap(),
-        ];
+        let buffers = [0, 1].map(|_| rt.buffer(64, Placement::GpuLocal).unwrap());
         let region = proptest::collection::vec(random_use(2, 64, 1..24), 1..4);
         let graph = proptest::collection::vec(region.clone(), 1..24);
         proptest!(|(graph in graph, earlier in region)| {
@@ -992,14 +992,7 @@ mod tests {
                     u.view.range().all(|byte| !written[b][byte])
                 });
                 prop_assert_eq!(narrowed.is_none(), untouched, "None only when nothing was written");
-                let mut row = vec![false; regions.len()];
-                for h in frontier.hazards(i, uses) {
-                    row[h.producer] = true;
-                    for (j, &b) in before[h.producer].iter().enumerate() {
-                        row[j] |= b;
-                    }
-                }
-                before.push(row);
+                push_ancestors(&mut before, &frontier.hazards(i, uses), regions.len());
                 for u in uses.iter().filter(|u| u.access.writes()) {
                     let b = buffers.iter().position(|x| x.id() == u.buffer_id()).unwrap();
                     u.view.range().for_each(|byte| written[b][byte] = true);
