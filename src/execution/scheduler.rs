@@ -340,9 +340,13 @@ pub(crate) struct Scheduler {
     /// Per in-flight submission, the cross waits on its regions of later submissions that
     /// keep a [`GraphReady`]: (its region, the later submission, that one's region), by its
     /// region. Each ends once: when the region is done or, when it never is, when the
-    /// submission leaves. Beside the in-flight list, not in it: a round trip of a small graph
-    /// has none and moves no more bytes.
-    waiters: BTreeMap<u64, Vec<(usize, u64, usize)>>,
+    /// submission leaves; a later submission that leaves first takes its own out. Ordered
+    /// sets, not sorted lists: a list re-sorted at every submit, and keeping the waits of
+    /// later submissions that had failed and left, made many large submissions behind one
+    /// earlier submission quadratic (a break-it pass: 8,000 cancelled ones took 25 s).
+    /// Beside the in-flight list, not in it: a round trip of a small graph has none and
+    /// moves no more bytes.
+    waiters: BTreeMap<u64, BTreeSet<(usize, u64, usize)>>,
     /// Parked workers notified ([`Scheduler::take_parked`]): each a syscall after the lock.
     pub worker_wakes: u64,
     doorbells: Doorbells,
@@ -661,22 +665,24 @@ impl Scheduler {
     /// earlier submissions they name, to be ended there ([`Scheduler::waiters`]).
     #[inline(never)]
     fn add_waiters(&mut self, submission: u64, waits: &[(usize, u64, usize)]) {
-        // (earlier submission, its waiters' length before), for each one named.
-        let mut touched: Vec<(u64, usize)> = Vec::new();
         for &(region, earlier, earlier_region) in waits {
             let waiters = self.waiters.entry(earlier).or_default();
-            if !touched.iter().any(|&(e, _)| e == earlier) {
-                touched.push((earlier, waiters.len()));
-            }
-            waiters.push((earlier_region, submission, region));
+            waiters.insert((earlier_region, submission, region));
         }
-        for (earlier, before) in touched {
-            // The new ones sorted, then merged with the sorted rest: the stable sort finds
-            // the two runs (sorting the whole list each time was 22% of eight large graphs
-            // in flight).
-            let waiters = self.waiters.get_mut(&earlier).expect("filled above");
-            waiters[before..].sort_unstable();
-            waiters.sort();
+    }
+
+    /// Takes the cross waits of `flight`, a large submission leaving, out of the earlier
+    /// submissions' [`Scheduler::waiters`] (those still in flight: it may leave first, failed
+    /// or cancelled).
+    #[inline(never)]
+    fn remove_waiters(&mut self, flight: &InFlight) {
+        for &(region, earlier, earlier_region) in &flight.waits {
+            if let Some(waiters) = self.waiters.get_mut(&earlier) {
+                waiters.remove(&(earlier_region, flight.submission, region));
+                if waiters.is_empty() {
+                    self.waiters.remove(&earlier);
+                }
+            }
         }
     }
 
@@ -684,15 +690,15 @@ impl Scheduler {
     /// submissions' regions waiting on it count one wait fewer.
     #[inline(never)]
     fn end_waits_on(&mut self, submission: u64, region: usize) {
-        let Some(waiters) = self.waiters.remove(&submission) else {
+        let Some(waiters) = self.waiters.get(&submission) else {
             return;
         };
-        let first = waiters.partition_point(|&(r, ..)| r < region);
-        for &(_, later, later_region) in waiters[first..].iter().take_while(|&&(r, ..)| r == region)
-        {
+        let ended: Vec<(u64, usize)> = (waiters.range((region, 0, 0)..(region + 1, 0, 0)))
+            .map(|&(_, later, later_region)| (later, later_region))
+            .collect();
+        for (later, later_region) in ended {
             self.end_wait(later, later_region);
         }
-        self.waiters.insert(submission, waiters);
     }
 
     /// The cross waits on the regions of `flight`, which left, that were not done are over.
@@ -1204,9 +1210,26 @@ impl Scheduler {
     /// completion and publishes it itself ([`retire_own_slot`]).
     fn retire(&mut self, position: usize, wake: &mut Wake, own: bool) {
         let flight = self.take_flight(position);
-        // The waits on its regions that were never done end as it leaves (`waits_over`).
+        // The waits on its regions that were never done end as it leaves (`waits_over`);
+        // its own waits on earlier ones leave with it.
         if !self.waiters.is_empty() {
             self.end_waits_on_leaving(&flight);
+            if flight.graph_ready.is_some() {
+                self.remove_waiters(&flight);
+            }
+        }
+        #[cfg(debug_assertions)]
+        for (earlier, waiters) in &self.waiters {
+            assert!(
+                self.position(*earlier).is_some(),
+                "waits on {earlier}, gone"
+            );
+            for &(_, later, _) in waiters {
+                assert!(
+                    self.position(later).is_some(),
+                    "a wait of submission {later}, gone, kept on {earlier}"
+                );
+            }
         }
         self.with_producers -= usize::from(!flight.producers.is_empty());
         let status = flight.status.clone().unwrap_or(Status::Succeeded);

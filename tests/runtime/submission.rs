@@ -821,3 +821,40 @@ fn a_large_submission_waits_on_a_failed_region_until_its_submission_leaves() {
         "the large submission ran whole, after the earlier one"
     );
 }
+
+/// Large submissions behind one earlier submission that stays in flight, each cancelled at
+/// once (a failed producer) or failing its first region: each takes its waits on the
+/// earlier one with it as it leaves (the scheduler kept them until the earlier one left,
+/// re-sorting them at every submit: 8,000 such submissions took 25 s, a break-it pass). With
+/// debug assertions the scheduler checks at every retirement that the waits it keeps are of
+/// submissions in flight. The earlier one then runs, and a last large one after it.
+#[test]
+fn large_submissions_that_leave_first_take_their_waits_with_them() {
+    const SHAPE: (usize, usize, usize) = (24, 4, 16);
+    let staged: Vec<u8> = (0..SHAPE.1 * SHAPE.2).map(|i| 100 + i as u8).collect();
+    let rt = Runtime::new(RuntimeOptions::sim().graph_slots(4)).unwrap();
+    let (large, device) = pieces_graph(&rt, SHAPE, &staged);
+    let (earlier, release) = gated(&rt, device.whole(), Access::Write);
+    let failing = {
+        let host = rt.buffer(16, Placement::HostVisible).unwrap();
+        let mut graph = rt.graph();
+        let write = GpuAccess::new(host.whole(), Access::Write);
+        graph
+            .host(&[write], |_| Err(Error::Message("fails".into())))
+            .unwrap();
+        graph.prepare().unwrap()
+    };
+    let failed = failing.submit().unwrap();
+    assert!(failed.wait().is_err());
+    let earlier = earlier.submit().unwrap();
+    for _ in 0..50 {
+        let cancelled = large.submit_after(&[failed.clone()]).unwrap();
+        let error = cancelled.wait().unwrap_err().to_string();
+        assert!(error.contains("producer submission 1 failed"), "{error}");
+    }
+    assert!(!earlier.is_complete());
+    release.send(()).unwrap();
+    earlier.wait().unwrap();
+    large.submit().unwrap().wait().unwrap();
+    assert_eq!(device.to_vec().unwrap(), pieces_expected(SHAPE, &staged));
+}
