@@ -848,7 +848,7 @@ fn large_submissions_that_leave_first_take_their_waits_with_them() {
     assert!(failed.wait().is_err());
     let earlier = earlier.submit().unwrap();
     for _ in 0..50 {
-        let cancelled = large.submit_after(&[failed.clone()]).unwrap();
+        let cancelled = large.submit_after(std::slice::from_ref(&failed)).unwrap();
         let error = cancelled.wait().unwrap_err().to_string();
         assert!(error.contains("producer submission 1 failed"), "{error}");
     }
