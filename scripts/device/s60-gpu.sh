@@ -1,10 +1,10 @@
 #!/bin/bash
 # Run on the device machine from the repository root (session 60). Device tool `run`, carry
-# [".device-bin/s59"] (session 59's build, see s59-gpu.sh). On an H200 first issue 22 point 5's
+# [".device-bin/s60"] (this session's build at 05d3cb6: as s59-gpu.sh lists). On an H200 first issue 22 point 5's
 # captures (`s54-numa.sh`, plain, 4 captures of 240 frames each replayed at `--pace captured`);
 # on any card then session 59's scheduler change on CUDA and the CUDA checks (`s59-gpu.sh`).
 set -u
-d=${BIN:-$PWD/.device-bin/s59}
+d=${BIN:-$PWD/.device-bin/s60}
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "card: $name"
 case "$name" in
