@@ -306,6 +306,10 @@ impl Frontier {
         let mut narrowed: Option<Vec<Use>> = None;
         for (index, use_) in uses.iter().enumerate() {
             let (buffer, range) = (use_.buffer_id(), use_.view.range());
+            if range.is_empty() {
+                // Conflicts with nothing (`summarize` drops these).
+                continue;
+            }
             let written = self.buffers.get(&buffer).map_or_else(Vec::new, |segments| {
                 let before = segments.range(..=range.start).next_back();
                 let after = segments.range(range.start + 1..range.end);
