@@ -329,8 +329,9 @@ pub(crate) fn help(
     submission: u64,
     done: impl Fn() -> bool,
 ) {
-    let mut ran = false;
+    let (mut ran, mut fruitless) = (false, 0);
     loop {
+        let mut claimed = false;
         while !done() {
             let task = core.scheduler().claim_own(submission);
             let Some(task) = task else { break };
@@ -340,19 +341,32 @@ pub(crate) fn help(
                 submission,
             };
             run(core, task, Some(waiter));
-            ran = true;
+            claimed = true;
         }
+        ran |= claimed;
+        fruitless = if claimed { 0 } else { fruitless + 1 };
         // A waiter that was running its submission's regions and found the next one taken (a
         // worker claimed it while this thread was off its core) follows the doorbells for a
         // spin and claims again when one moves (a region finished): before, it parked until
         // the submission retired, and the workers handed each of a large graph's remaining
         // regions to one another, a thread switch each on a loaded machine (`regions 100000
-        // 1 8` took 4-16 s in some runs, 0.3 s in the others; session 60).
-        if !ran || done() || !doorbell_moved_within_spin(core, &done) || done() {
+        // 1 8` took 4-16 s in some runs, 0.3 s in the others; session 60). It parks after
+        // [`FOLLOW_FRUITLESS`] moves that gave it nothing: other submissions' work moves the
+        // doorbells too, and a long region of its own on a worker is no reason to spin.
+        if !ran
+            || fruitless > FOLLOW_FRUITLESS
+            || done()
+            || !doorbell_moved_within_spin(core, &done)
+            || done()
+        {
             return;
         }
     }
 }
+
+/// Doorbell moves in a row after which a following waiter found nothing to claim, before it
+/// parks ([`help`]).
+const FOLLOW_FRUITLESS: u32 = 2;
 
 /// Spins at most [`crate::sync::SPIN`] until `done` or a queue's doorbell moves; whether one
 /// moved.
