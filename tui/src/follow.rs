@@ -470,12 +470,17 @@ mod tests {
         let mut shown = tail.model().info().records;
         while tail.model().info().end.is_none() || tail.unread_bytes() > 0 {
             let at = tail.resume_at;
-            assert!(
-                tail.read_new_within(budget).unwrap(),
-                "every read makes progress"
-            );
+            // A read makes progress: new records, or none left at all. A budget spent where
+            // the last records block begins takes that block's first record and counts the
+            // rest of the file unread; when that record is the block's only one (the writer's
+            // last block may hold the session's end alone: its blocks are cut by time too),
+            // the next read finds no new record and nothing more to read (CI saw it once).
+            let read = tail.read_new_within(budget).unwrap();
+            let finished = tail.unread_bytes() == 0 && tail.model().info().end.is_some();
+            assert!(read || finished, "every read makes progress");
             let records = tail.model().info().records;
-            assert!(records > shown && tail.resume_at >= at);
+            assert!(records > shown || !read);
+            assert!(tail.resume_at >= at);
             assert_eq!(tail.model().info().recovery.unwrap().records, records);
             if tail.unread_bytes() > 0 {
                 assert_eq!(tail.unread_bytes(), bytes.len() as u64 - tail.resume_at);
