@@ -259,7 +259,7 @@ fn what_it_is(stats: &TraceInfo, live: bool) -> String {
 /// user's pass).
 pub(crate) fn labelled_ranges(stats: &TraceInfo) -> Vec<(&'static str, String)> {
     (ranges(stats).into_iter())
-        .map(|line| match line.strip_prefix("state snapshot: ") {
+        .map(|line| match line.strip_prefix(SNAPSHOT) {
             Some(rest) if stats.ranges.is_empty() => (
                 "snapshot",
                 format!("{rest}: read before anything traced wrote them, kept for a replay"),
@@ -268,6 +268,9 @@ pub(crate) fn labelled_ranges(stats: &TraceInfo) -> Vec<(&'static str, String)> 
         })
         .collect()
 }
+
+/// How [`ranges`] begins its state snapshot's line (`stats`' text reads it there too).
+pub(crate) const SNAPSHOT: &str = "state snapshot: ";
 
 /// What part of a recording the trace holds, one line per range (none: the whole run),
 /// and its state snapshot.
@@ -305,7 +308,7 @@ pub(crate) fn ranges(stats: &TraceInfo) -> Vec<String> {
     let (count, known, unknown) = stats.snapshots;
     if count > 0 {
         let mut line = format!(
-            "state snapshot: {}, {}",
+            "{SNAPSHOT}{}, {}",
             hrx_analysis::units::plural(count, "buffer range"),
             bytes(known)
         );

@@ -662,7 +662,7 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
         // The state snapshot is bytes, not submissions: no cover of figures to say (a whole
         // recording's read "range  state snapshot: ...: these figures cover the range's
         // submissions only").
-        if let Some(snapshot) = range.strip_prefix("state snapshot: ") {
+        if let Some(snapshot) = range.strip_prefix(crate::info::SNAPSHOT) {
             writeln!(out, "{:<12} {snapshot}", "snapshot")?;
             continue;
         }

@@ -876,13 +876,10 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     }
     if m.outputs_of_other_graphs > 0 {
         reasons.push(format!(
-            "{} not compared: at one submission number the traces ran different graphs \
-             (a trace lost submissions, so outputs pair by number, which a multi-threaded \
-             program gives its submits as its threads ran)",
-            match m.outputs_of_other_graphs {
-                1 => "1 pair of outputs".to_owned(),
-                n => format!("{n} pairs of outputs"),
-            }
+            "{} of outputs not compared: at one submission number the traces ran different \
+             graphs (a trace lost submissions, so outputs pair by number, which a \
+             multi-threaded program gives its submits as its threads ran)",
+            plural(m.outputs_of_other_graphs, "pair")
         ));
     }
     let past_window = m.unmatched_past_window.iter().sum::<u64>();

@@ -418,10 +418,12 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     if m.outcomes_compared > 0 && report.outputs_compared() == 0 && m.outputs_one_sided == [0, 0] {
         let line = format!(
             "no output was compared: neither trace holds an output digest (their submissions \
-             wrote no output hrx digests, or digests were off); only {} compared",
-            match m.outcomes_compared {
-                1 => "1 submission status was".to_owned(),
-                n => format!("{n} submission statuses were"),
+             wrote no output hrx digests, or digests were off); only {} {} compared",
+            hrx_analysis::units::plural(m.outcomes_compared, "submission status"),
+            if m.outcomes_compared == 1 {
+                "was"
+            } else {
+                "were"
             }
         );
         crate::output::warn(&line);
