@@ -32,12 +32,12 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let regions: usize = args
-        .first()
-        .ok_or("usage: regions N [SUBMISSIONS [PIECES]]")?
-        .parse()?;
-    let submissions: u64 = args.get(1).map_or(Ok(1), |a| a.parse())?;
-    let pieces: usize = args.get(2).map_or(Ok(1), |a| a.parse())?;
+    // `--help` or any other word where a count goes: the usage, not a parse error.
+    const USAGE: &str = "usage: regions N [SUBMISSIONS [PIECES]] (counts)";
+    let count = |arg: &String| arg.parse::<u64>().map_err(|_| USAGE);
+    let regions = count(args.first().ok_or(USAGE)?)? as usize;
+    let submissions: u64 = args.get(1).map_or(Ok(1), count)?;
+    let pieces = args.get(2).map_or(Ok(1), count)? as usize;
     if pieces == 0 {
         return Err("PIECES must be at least 1".into());
     }

@@ -1229,3 +1229,24 @@ fn a_capture_row_a_baselines_floor_cleared_says_so_at_the_row() {
         "{text}"
     );
 }
+
+/// The opening `cannot be exact` line lists the kinds lost largest first, as every other
+/// verb does (it listed them by name: `RegionDone` before `RegionStarted` where the latter
+/// lost more; a fresh user's pass, session 60).
+#[test]
+fn lost_kinds_open_the_report_largest_first() {
+    let mut report = fill_report();
+    report.trace.records_lost = 9;
+    report.trace.records_lost_by_kind = [("RegionDone", 2), ("RegionStarted", 6), ("Submit", 1)]
+        .into_iter()
+        .map(|(kind, n)| (kind.to_owned(), n))
+        .collect();
+    let text = report.to_text();
+    assert!(
+        text.starts_with(
+            "cannot be exact: 9 records lost while recording (RegionStarted 6, RegionDone 2, \
+             Submit 1)"
+        ),
+        "{text}"
+    );
+}

@@ -34,10 +34,11 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         if self.trace.records_lost > 0 {
-            let kinds: Vec<String> = self
-                .trace
-                .records_lost_by_kind
-                .iter()
+            // Largest first, as every other verb lists them (the map is by name).
+            let mut by_count: Vec<(&String, &u64)> =
+                self.trace.records_lost_by_kind.iter().collect();
+            by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let kinds: Vec<String> = (by_count.into_iter())
                 .map(|(kind, n)| format!("{kind} {n}"))
                 .collect();
             let _ = writeln!(
