@@ -1250,3 +1250,65 @@ fn lost_kinds_open_the_report_largest_first() {
         "{text}"
     );
 }
+
+/// A timing table of a large graph lists its SLOW rows and its longest, up to
+/// `LISTED_ROWS`, and counts the rest; a small one lists every row.
+#[test]
+fn a_large_timing_table_lists_the_slow_rows_and_the_longest_and_counts_the_rest() {
+    use super::text::LISTED_ROWS;
+    let mut report = fill_report();
+    let first = report.timing[0].clone();
+    let region_rows = |text: &str| -> Vec<u32> {
+        let table = text.split("\nregion timing").nth(1).expect("a timing table");
+        (table.lines().skip(2))
+            .take_while(|line| line.starts_with("  ") && !line.contains("more regions"))
+            .map(|line| line.split_whitespace().nth(1).unwrap().parse().unwrap())
+            .collect()
+    };
+    // Up to the bound: every row.
+    report.timing = (0..LISTED_ROWS as u32)
+        .map(|region| {
+            let mut row = first.clone();
+            row.region = region;
+            row
+        })
+        .collect();
+    let text = report.to_text();
+    assert_eq!(region_rows(&text).len(), LISTED_ROWS, "{text}");
+    assert!(!text.contains("more regions"), "{text}");
+    // 1,000 rows: region r took r µs; two short ones are SLOW.
+    report.timing = (0..1000u32)
+        .map(|region| {
+            let mut row = first.clone();
+            row.region = region;
+            row.captured = Some(durations(1_000 * u64::from(region + 1)));
+            row.regression = region == 3 || region == 7;
+            row
+        })
+        .collect();
+    let text = report.to_text();
+    let listed = region_rows(&text);
+    let mut expected: Vec<u32> = vec![3, 7];
+    expected.extend(1000 - LISTED_ROWS as u32 + 2..1000);
+    assert_eq!(listed, expected, "{text}");
+    assert!(
+        text.contains(&format!(
+            "  ... {} more regions (listed: {LISTED_ROWS}, the SLOW ones first, then the longest",
+            1000 - LISTED_ROWS
+        )),
+        "{text}"
+    );
+    // SLOW rows past the bound are counted as such.
+    for row in &mut report.timing {
+        row.regression = true;
+    }
+    let text = report.to_text();
+    assert!(
+        text.contains(&format!(
+            "{} more regions, {} of them SLOW",
+            1000 - LISTED_ROWS,
+            1000 - LISTED_ROWS
+        )),
+        "{text}"
+    );
+}

@@ -434,9 +434,13 @@ impl Report {
                     ""
                 }
             );
-            let rows: Vec<Vec<String>> = self
-                .timing
-                .iter()
+            let listed = Listed::of(
+                self.timing.len(),
+                |i| self.timing[i].regression,
+                |i| longest(self.timing[i].captured, self.timing[i].replayed),
+            );
+            let rows: Vec<Vec<String>> = (listed.rows.iter())
+                .map(|&i| &self.timing[i])
                 .map(|t| {
                     let mut cells = Vec::new();
                     if several {
@@ -469,6 +473,7 @@ impl Report {
                 })
                 .collect();
             table(&mut out, &header, &rows, &right);
+            listed.say_more(&mut out, "region");
         }
 
         if !self.op_timing.is_empty() {
@@ -488,9 +493,13 @@ impl Report {
                      there is no captured time to compare):\n"
                 ));
             }
-            let rows: Vec<Vec<String>> = self
-                .op_timing
-                .iter()
+            let listed = Listed::of(
+                self.op_timing.len(),
+                |i| self.op_timing[i].regression,
+                |i| longest(self.op_timing[i].captured, self.op_timing[i].replayed),
+            );
+            let rows: Vec<Vec<String>> = (listed.rows.iter())
+                .map(|&i| &self.op_timing[i])
                 .map(|t| {
                     let mut cells = Vec::new();
                     if several {
@@ -530,6 +539,7 @@ impl Report {
                 })
                 .collect();
             table(&mut out, &header, &rows, &right);
+            listed.say_more(&mut out, "operation");
         }
 
         // Against a baseline (`--baseline`): the rows it has, judged by the same rule.
@@ -559,27 +569,45 @@ impl Report {
                 label.to_string(),
             ]
         };
-        let rows: Vec<Vec<String>> = (self.timing.iter())
+        // (row, its baseline, the replayed durations) of every judged row, regions first.
+        let judged: Vec<(
+            String,
+            &[u64],
+            &str,
+            &crate::baseline::BaselineMatch,
+            Option<Durations>,
+        )> = (self.timing.iter())
             .filter_map(|t| {
                 let b = t.baseline.as_ref()?;
-                Some(row(
-                    &t.graphs,
+                Some((
                     format!("region {}", t.region),
-                    &t.label,
+                    &t.graphs[..],
+                    &t.label[..],
                     b,
                     t.replayed,
                 ))
             })
             .chain(self.op_timing.iter().filter_map(|t| {
                 let b = t.baseline.as_ref()?;
-                Some(row(
-                    &t.graphs,
+                Some((
                     format!("op {}", t.node),
-                    &t.label,
+                    &t.graphs[..],
+                    &t.label[..],
                     b,
                     t.replayed,
                 ))
             }))
+            .collect();
+        let listed = Listed::of(
+            judged.len(),
+            |i| judged[i].3.regression,
+            |i| longest(Some(judged[i].3.baseline), judged[i].4),
+        );
+        let rows: Vec<Vec<String>> = (listed.rows.iter())
+            .map(|&i| {
+                let (what, graphs, label, b, replayed) = &judged[i];
+                row(graphs, what.clone(), label, b, *replayed)
+            })
             .collect();
         if !rows.is_empty() {
             // A baseline of several runs: how many, and the floors their spread sets, each
@@ -614,7 +642,7 @@ impl Report {
                 out,
                 "\nagainst the baseline{of_runs} ({} of {} slow; median baseline -> replayed, ratio [its 95% interval]):",
                 self.summary.baseline_slow,
-                rows.len()
+                judged.len()
             );
             table(
                 &mut out,
@@ -622,6 +650,7 @@ impl Report {
                 &rows,
                 &[true, false, true, true, false, false],
             );
+            listed.say_more(&mut out, "row");
         }
 
         if !self.substitutions.is_empty() {
@@ -664,6 +693,73 @@ impl Report {
         }
         out
     }
+}
+
+/// Rows a timing table lists at most: a graph of 100,000 regions printed 100,000 rows, the
+/// verdict and notes lost among them (a fresh user's pass). `diff` and `stats` bound theirs
+/// alike; `--report json` keeps every row.
+pub(crate) const LISTED_ROWS: usize = 40;
+
+/// Which rows of a timing table are listed: all of them up to [`LISTED_ROWS`]; past that
+/// every SLOW row first (the gate's culprits), then the longest, in the table's order.
+struct Listed {
+    /// Indices of the listed rows, ascending.
+    rows: Vec<usize>,
+    /// Rows left out, and how many of them are SLOW.
+    more: usize,
+    more_slow: usize,
+}
+
+impl Listed {
+    /// The rows of a table of `len`, `slow(i)` saying whether row `i` is SLOW and
+    /// `weight(i)` how long it took (ns).
+    fn of(len: usize, slow: impl Fn(usize) -> bool, weight: impl Fn(usize) -> u64) -> Self {
+        if len <= LISTED_ROWS {
+            return Self {
+                rows: (0..len).collect(),
+                more: 0,
+                more_slow: 0,
+            };
+        }
+        let mut order: Vec<usize> = (0..len).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(slow(i)), std::cmp::Reverse(weight(i)), i));
+        let mut rows = order[..LISTED_ROWS].to_vec();
+        let more_slow = order[LISTED_ROWS..].iter().filter(|&&i| slow(i)).count();
+        rows.sort_unstable();
+        Self {
+            rows,
+            more: len - LISTED_ROWS,
+            more_slow,
+        }
+    }
+
+    /// The line after the table saying what was left out (nothing when nothing was).
+    fn say_more(&self, out: &mut String, what: &str) {
+        if self.more == 0 {
+            return;
+        }
+        let slow = match self.more_slow {
+            0 => String::new(),
+            n => format!(", {n} of them SLOW"),
+        };
+        let _ = writeln!(
+            out,
+            "  ... {} more {what}s{slow} (listed: {}, the SLOW ones first, then the longest; \
+             `--report json` lists every one)",
+            self.more,
+            self.rows.len()
+        );
+    }
+}
+
+/// A row's weight in [`Listed`]: its longer median (ns).
+fn longest(captured: Option<Durations>, replayed: Option<Durations>) -> u64 {
+    [captured, replayed]
+        .iter()
+        .flatten()
+        .map(|d| d.median_ns)
+        .max()
+        .unwrap_or(0)
 }
 
 fn table(out: &mut String, header: &[&str], rows: &[Vec<String>], right: &[bool]) {
