@@ -117,7 +117,8 @@ pub(super) fn write_text(out: &mut impl Write, r: &Report<'_>) -> io::Result<()>
         if lost > 0 {
             writeln!(
                 out,
-                "{side} trace lost {lost} records while recording: what it lacks reads as changed"
+                "{side} trace lost {lost} records while recording: what it lacks of the \
+                 other's is said as `lost by {side}'s recorder`, not a difference"
             )?;
         }
     }
@@ -612,13 +613,21 @@ fn write_operations(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         )?;
     }
     for g in c.graph_changes.iter().take(LISTED) {
+        // Which of the region's operations, as the timing rows name them (`fill #3`) and by
+        // its node: several added to one region read as the same line repeated (a fresh
+        // user's pass).
+        let nth = match g.key.nth.saturating_add(1) {
+            1 => String::new(),
+            n => format!(" #{n}"),
+        };
         writeln!(
             out,
-            "{:<12} {}: {} {} ({})",
+            "{:<12} {}: {} {}{nth} (node {}, {})",
             "operation",
             place(g.key.runtime, g.key.prepared, g.region),
             if g.added { "+" } else { "-" },
             crate::output::shown_name(&g.key.name),
+            g.node,
             if g.added { "added" } else { "removed" },
         )?;
     }

@@ -1132,7 +1132,7 @@ fn a_trim_is_timed_on_its_submissions_and_disjoint_trims_compare_nothing() {
     );
 }
 
-/// A kernel added to a graph is said as such, `graph 1 region 1: + hrx_foo (added)`, not
+/// A kernel added to a graph is said as such, `graph 1 region 1: + hrx_foo (node 5, added)`, not
 /// as a new kernel named after its region; kernels are compared by their own names where
 /// both traces timed operations (one added or removed then counts as a new or missing
 /// kernel), by region label with a note where one did not.
@@ -1155,10 +1155,23 @@ fn a_kernel_added_to_a_graph_is_said_as_added() {
     let text = stdout(&out);
     assert_eq!(
         field(&text, "operation"),
-        "graph 1 region 1: + hrx_foo (added)",
+        "graph 1 region 1: + hrx_foo (node 5, added)",
         "{text}"
     );
     assert!(field(&text, "verdict").starts_with("different"), "{text}");
+    // A second operation of a name the region has: its place among them, so that two
+    // added read as two lines, not one repeated (`+ fill (added)` twice: a fresh user).
+    write_records(
+        &dir.path().join("twice.hrxt"),
+        with_kernel_added(with_op_timings(pipeline(PipelineSpec::ops(80))), "sobel"),
+    );
+    let out = run(dir.path(), &["diff", "base.hrxt", "twice.hrxt"]);
+    let text = stdout(&out);
+    assert_eq!(
+        field(&text, "operation"),
+        "graph 1 region 1: + sobel #2 (node 5, added)",
+        "{text}"
+    );
     let json = |base: &str, new: &str| -> serde_json::Value {
         let out = run(dir.path(), &["diff", "--json", base, new]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));

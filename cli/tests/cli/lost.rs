@@ -5,7 +5,7 @@
 //! recorder leaves it: two `RegionTiming` records missing and a `RecordsLost` saying so. The
 //! recorder's own counting in lossy mode is tested in `hrx-capture` (a stuck writer).
 
-use crate::util::{code, hrx_trace, record_hazards, run, stderr, stdout};
+use crate::util::{code, field, hrx_trace, record_hazards, run, stderr, stdout};
 use hrx_capture::schema::{LostKind, RecordsLost};
 use hrx_capture::{Record, Recorder, RecorderOptions, TraceMode, read_all};
 use std::path::Path;
@@ -105,8 +105,18 @@ fn every_verb_reports_lost_records() {
     assert!(exported.contains("\"records lost\""), "no metadata event");
 
     let diff = run(dir.path(), &["diff", "base.hrxt", "lossy.hrxt"]);
+    // What the lossy side lacks is not a difference, as the verdict says (the line read
+    // "what it lacks reads as changed" above a `same as far as both traces go`).
     assert!(
-        stdout(&diff).contains("new trace lost 2 records while recording"),
+        stdout(&diff).contains(
+            "new trace lost 2 records while recording: what it lacks of the other's is said \
+             as `lost by new's recorder`, not a difference"
+        ),
+        "{}",
+        stdout(&diff)
+    );
+    assert!(
+        field(&stdout(&diff), "verdict").starts_with("same as far as both traces go"),
         "{}",
         stdout(&diff)
     );
@@ -134,6 +144,16 @@ fn every_verb_reports_lost_records() {
     );
     // And on standard error, as every verb warns of it.
     assert!(stderr(&replay).contains(said), "{}", stderr(&replay));
+    // Its note says what a loss of each kind does, as the README's "Incomplete traces" does
+    // (it said lost submissions "show up as divergences", where a lost `Submit` is refused).
+    assert!(
+        stdout(&replay).contains(
+            "a lost timing as a sample fewer (a lost `Submit` between held ones, or a \
+             definition, is refused before replaying)"
+        ),
+        "{}",
+        stdout(&replay)
+    );
     // Not as an "incomplete" trace whose every figure reads complete (the file was read whole).
     assert!(
         !stdout(&replay).contains("the trace is incomplete"),
