@@ -715,6 +715,26 @@ fn at_the_end(
             String::new()
         }
     };
+    // Regions started and unfinished whose submission the trace never found (its `Submit`
+    // lost with the process's last block): running too, said as such (`stats` and the
+    // timeline named one that `info` left out: a fresh user's pass).
+    let unsubmitted: BTreeSet<_> = (running.iter())
+        .filter(|r| r.ordinal.is_none() && !in_flight.contains(&(r.runtime, r.submission)))
+        .map(|r| (r.runtime, r.submission, r.region))
+        .collect();
+    // `; submission 6's region 0 running, its Submit not in the trace`, or nothing.
+    let unsubmitted_text = || -> String {
+        let mut regions = (unsubmitted.iter())
+            .map(|&(rt, s, region)| format!("{}submission {s}'s region {region}", runtime(rt)));
+        match (regions.next(), unsubmitted.len()) {
+            (None, _) => String::new(),
+            (Some(one), 1) => format!("; {one} running, its Submit not in the trace"),
+            (Some(first), n) => format!(
+                "; {first} and {} more running, their Submits not in the trace",
+                n - 1
+            ),
+        }
+    };
     // The latest submission with a running region, and its running regions; a region start
     // read after its submission's done (blocks out of time order) is not running.
     let in_flight: BTreeSet<_> = in_flight.iter().copied().collect();
@@ -740,18 +760,39 @@ fn at_the_end(
             n => format!(" (and {} of other submissions)", plural(n as u64, "region")),
         };
         return format!(
-            "during {}submission {submission}, {noun} {} running{more}",
+            "during {}submission {submission}, {noun} {} running{more}{}",
             runtime(rt),
-            regions.join(", ")
+            regions.join(", "),
+            unsubmitted_text()
         );
     }
     if let Some(&(rt, submission)) = in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
+        // Several in flight: which, so that "no region running" does not read as nothing
+        // going on beside "4 without an outcome" (a fresh user's pass).
+        let of_runtime: Vec<u64> = (in_flight.iter())
+            .filter(|(r, _)| *r == rt)
+            .map(|(_, s)| s.0)
+            .collect();
+        let which = match of_runtime.len() {
+            1 => String::new(),
+            n => format!(" ({n} in flight: {})", crate::units::id_runs(&of_runtime)),
+        };
+        let state = if which.is_empty() {
+            "no region running"
+        } else {
+            "none with a region running"
+        };
         return format!(
-            "during {}submission {submission}, no region running",
-            runtime(rt)
+            "during {}submission {submission}{which}, {state}{}",
+            runtime(rt),
+            unsubmitted_text()
         );
     }
-    format!("after {}", plural(submissions, "submission"))
+    format!(
+        "after {}{}",
+        plural(submissions, "submission"),
+        unsubmitted_text()
+    )
 }
 
 #[cfg(test)]
@@ -813,6 +854,39 @@ mod tests {
         assert_eq!(
             at_the_end(&records),
             "during submission 2, no region running"
+        );
+    }
+
+    /// Several submissions in flight and none with a region running are named, and a region
+    /// running whose `Submit` the trace lacks is said beside what was (`info` said "no region
+    /// running" beside "4 without an outcome", and left out the region `stats` and the
+    /// timeline named: a fresh user's pass).
+    #[test]
+    fn what_was_in_flight_and_a_region_without_its_submit_are_said_at_the_end() {
+        let at_the_end = |records: &[Record]| TraceInfo::of_records(records).at_the_end();
+        let records = [
+            submit(1),
+            done(1),
+            submit(2),
+            submit(3),
+            submit(4),
+            submit(6),
+        ];
+        assert_eq!(
+            at_the_end(&records),
+            "during submission 6 (4 in flight: 2-4,6), none with a region running"
+        );
+        let records = [submit(1), submit(2), started(2, 1), started(3, 0)];
+        assert_eq!(
+            at_the_end(&records),
+            "during submission 2, region 1 running; submission 3's region 0 running, its \
+             Submit not in the trace"
+        );
+        let records = [submit(1), done(1), started(2, 0), started(3, 1)];
+        assert_eq!(
+            at_the_end(&records),
+            "after 1 submission; submission 2's region 0 and 1 more running, their Submits not \
+             in the trace"
         );
     }
 

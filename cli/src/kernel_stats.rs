@@ -106,10 +106,11 @@
 //!  flush far out of order), counted in full, "late_ns": their time below it, by which the
 //!  busy times are too high at most (their overlap with older spans, none where a queue's
 //!  spans never overlap; the text report says so whenever either count is not 0),
-//!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns"}]: regions
-//!  started and not finished where the trace ends: running now in a trace still being
-//!  written, what a hang, a crash or a kill was in otherwise (the text says which: `running
-//!  now` or `still running when the trace ends`),
+//!  "running": [{"runtime", "submission", "region", "label", "queue", "start_ns",
+//!  "submitted"}]: regions started and not finished where the trace ends: running now in a
+//!  trace still being written, what a hang, a crash or a kill was in otherwise (the text says
+//!  which: `running now` or `still running when the trace ends`); `submitted` false where the
+//!  trace lacks the submission's `Submit` (the text: `its Submit not in the trace`),
 //!  "timing_lost": [as "running"]: regions started whose timing or completion a lossy
 //!  recording dropped (the trace counts lost records, and the submission's outcome was read
 //!  or the trace closed cleanly): not running, and not in the figures (the text says how
@@ -634,6 +635,7 @@ fn running_json(summary: &ScanSummary, regions: &[RunningRegion]) -> Vec<Value> 
             json!({
                 "runtime": r.runtime.0, "submission": r.submission.0, "region": r.region.0,
                 "label": label, "queue": queue, "start_ns": r.start_ns,
+                "submitted": r.ordinal.is_some(),
             })
         })
         .collect()
@@ -753,6 +755,9 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
     for running in r["running"].as_array().into_iter().flatten() {
         let what = match (running["label"].as_str(), running["queue"].as_str()) {
             (Some(label), Some(queue)) => format!(" ({label} on {queue})"),
+            // Said as `info` and the timeline say it (a fresh user's pass found only the
+            // timeline did).
+            _ if running["submitted"] == false => " (its Submit not in the trace)".to_owned(),
             _ => String::new(),
         };
         // Running now only where a recorder writes the trace; else, as `view` and the
@@ -1318,14 +1323,14 @@ mod tests {
     /// recording's last submission).
     #[test]
     fn a_region_running_at_the_end_is_running_now_only_while_recorded() {
-        let report = serde_json::json!({
+        let mut report = serde_json::json!({
             "file": "t.hrxt", "span_ns": 1000,
             "running": [{"runtime": 1, "submission": 3, "region": 2, "label": "host",
                          "queue": "Host", "start_ns": 5}],
         });
-        let line = |live| {
+        let line = |report: &serde_json::Value, live| {
             let mut out = Vec::new();
-            write_text(&mut out, &report, live).unwrap();
+            write_text(&mut out, report, live).unwrap();
             let text = String::from_utf8(out).unwrap();
             let line = text
                 .lines()
@@ -1333,17 +1338,27 @@ mod tests {
                 .map(str::to_owned);
             line.unwrap_or_else(|| panic!("{text}"))
         };
-        let ended = line(false);
+        let ended = line(&report, false);
         assert!(
             ended.starts_with("running      submission 3, region 2 (host on Host): started at ")
                 && ended.ends_with(&format!(", {}", hrx_analysis::RUNNING_AT_END)),
             "{ended}"
         );
         assert!(!ended.contains("now"), "{ended}");
-        let live = line(true);
+        let live = line(&report, true);
         assert!(
             live.ends_with(&format!(", running now ({})", hrx_capture::BEING_RECORDED)),
             "{live}"
+        );
+        // One whose Submit the trace lacks says so, as `info` and the timeline do.
+        report["running"][0] = serde_json::json!({"runtime": 1, "submission": 4, "region": 0,
+            "label": null, "queue": null, "start_ns": 5, "submitted": false});
+        let lacking = line(&report, false);
+        assert!(
+            lacking.starts_with(
+                "running      submission 4, region 0 (its Submit not in the trace): started at "
+            ),
+            "{lacking}"
         );
     }
 
