@@ -341,9 +341,10 @@ fn failed_file(files: &[PathBuf], at: u64) -> PathBuf {
 }
 
 /// The summary's words for the marks of the `exported` traces not read whole (trace
-/// incomplete, or being recorded), after the count of the events that hold them, as
-/// " (1 of them trace incomplete)"; empty where there are none. Named: the file holds the
-/// mark, and "0 events" alone read as if it lacked it.
+/// incomplete, or being recorded) and of records lost (or a lossy mode), after the count of
+/// the events that hold them, as " (1 of them trace incomplete, 1 records lost)"; empty where
+/// there are none. Named: the file holds the mark, and "0 events" alone read as if it lacked
+/// it.
 fn marks(exported: &[export::Exported]) -> String {
     let count = |live: bool| -> u64 {
         (exported.iter())
@@ -352,10 +353,14 @@ fn marks(exported: &[export::Exported]) -> String {
             .sum()
     };
     let (incomplete, live) = (count(false), count(true));
+    let lost: u64 = exported.iter().map(|e| e.counts.lost_marks).sum();
+    let lossy: u64 = exported.iter().map(|e| e.counts.lossy_marks).sum();
     let mut ends = String::new();
     for (n, name) in [
         (incomplete, "trace incomplete"),
         (live, "trace being recorded"),
+        (lost, export::LOST_MARK),
+        (lossy, export::LOSSY_MARK),
     ] {
         match (n, ends.is_empty()) {
             (0, _) => {}

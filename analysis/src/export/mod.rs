@@ -228,6 +228,13 @@ pub struct ExportCounts {
     /// Of `recorder_instants`, the marks of traces not read whole, one per such trace:
     /// `trace incomplete`, or `trace being recorded` for one a recorder still wrote.
     pub incomplete_marks: u64,
+    /// Of `recorder_instants`, the [`LOST_MARK`]s (records lost while recording) and the
+    /// [`LOSSY_MARK`]s (a lossy recording that had lost none yet), so that the summary
+    /// names them as it names the incomplete ones (it said "9 recorder marks" of a trace that
+    /// lost 177,026 records: a fresh user's pass).
+    pub lost_marks: u64,
+    /// See [`ExportCounts::lost_marks`].
+    pub lossy_marks: u64,
     /// Cross-submission waits and timings exported without their flow: the wait named a
     /// submission more than [`WINDOW`] earlier, or the timing was read after its
     /// submission had been written.
@@ -487,6 +494,27 @@ pub(crate) struct Slice<'a> {
     flows_out: &'a [u64],
     /// Flows ending here.
     flows_in: &'a [u64],
+}
+
+/// The recorder mark of records lost while recording (a `RecordsLost` record that counts some).
+pub const LOST_MARK: &str = "records lost";
+/// The recorder mark of a lossy recording that had lost nothing when it was written.
+pub const LOSSY_MARK: &str = "lossy mode (none lost yet)";
+
+impl ExportCounts {
+    /// Counts an instant named `name`: on an `Events` track (`events`) or a `Recorder` one.
+    pub(crate) fn count_instant(&mut self, events: bool, name: &str) {
+        if events {
+            self.instants += 1;
+            return;
+        }
+        self.recorder_instants += 1;
+        match name {
+            LOST_MARK => self.lost_marks += 1,
+            LOSSY_MARK => self.lossy_marks += 1,
+            _ => {}
+        }
+    }
 }
 
 /// An instant event.
@@ -1093,11 +1121,8 @@ impl<S: Sink> Out<S> {
             return;
         }
         instant.time_ns = self.origin.time(instant.time_ns);
-        if instant.slot == EVENTS_SLOT {
-            self.counts.instants += 1;
-        } else {
-            self.counts.recorder_instants += 1;
-        }
+        self.counts
+            .count_instant(instant.slot == EVENTS_SLOT, instant.name);
         if let Err(e) = self.sink.instant(&instant) {
             self.error = Some(e);
         }
@@ -2112,9 +2137,9 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
             ];
             // A lossy session's mode, written at its first flush before any loss.
             let name = if lost.total == 0 {
-                "lossy mode (none lost yet)"
+                LOSSY_MARK
             } else {
-                "records lost"
+                LOST_MARK
             };
             (name, lost.time_ns, args)
         }

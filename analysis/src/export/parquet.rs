@@ -658,10 +658,8 @@ impl Rows<'_> {
         let recorder = event.slot != super::EVENTS_SLOT;
         if running {
             self.counts.running_rows += 1;
-        } else if recorder {
-            self.counts.recorder_instants += 1;
         } else {
-            self.counts.instants += 1;
+            self.counts.count_instant(!recorder, event.name);
         }
         let detail = detail.join("; ");
         let row = [

@@ -101,6 +101,12 @@ fn every_verb_reports_lost_records() {
     );
     assert_eq!(code(&export), 0, "{}", stderr(&export));
     assert!(stderr(&export).contains(said), "{}", stderr(&export));
+    // The summary names the mark among the recorder's (it said "9 recorder marks" alone).
+    assert!(
+        stdout(&export).contains("recorder marks (1 of them records lost"),
+        "{}",
+        stdout(&export)
+    );
     let exported = std::fs::read_to_string(dir.path().join("out.json")).unwrap();
     assert!(exported.contains("\"records lost\""), "no metadata event");
 

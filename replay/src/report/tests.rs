@@ -1259,7 +1259,10 @@ fn a_large_timing_table_lists_the_slow_rows_and_the_longest_and_counts_the_rest(
     let mut report = fill_report();
     let first = report.timing[0].clone();
     let region_rows = |text: &str| -> Vec<u32> {
-        let table = text.split("\nregion timing").nth(1).expect("a timing table");
+        let table = text
+            .split("\nregion timing")
+            .nth(1)
+            .expect("a timing table");
         (table.lines().skip(2))
             .take_while(|line| line.starts_with("  ") && !line.contains("more regions"))
             .map(|line| line.split_whitespace().nth(1).unwrap().parse().unwrap())
