@@ -1172,6 +1172,18 @@ pub(crate) mod tests {
             "{:?}",
             report.notes
         );
+        // How it ended, in the words every verb says it in (it read "clean close: false, 0
+        // damaged or missing blocks and 0 records skipped, ...").
+        let ending = format!(
+            "the trace is incomplete ({}: {} records read from ",
+            trace.recovery.end(),
+            trace.recovery.records
+        );
+        assert!(
+            report.notes.iter().any(|n| n.starts_with(&ending)),
+            "{:?}",
+            report.notes
+        );
         assert_eq!(report.submissions.len(), 5, "{:?}", report.submissions);
         assert_eq!(report.exit_code(), 0, "{:?}", report.notes);
         let options = crate::ReplayOptions::default().chunk_submissions(2);

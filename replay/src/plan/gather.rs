@@ -124,19 +124,21 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
             r.newer_records
         ));
     } else if !recovery.file_is_whole() {
+        // In the words every verb says it in (`info`'s `recovered` line): it read
+        // "clean close: false, 0 damaged or missing blocks ..." (a fresh user's pass).
+        let missing = match r.missing_submissions {
+            0 => String::new(),
+            n => format!("; {} missing", hrx_analysis::units::plural(n, "submission")),
+        };
+        let newer = match r.newer_records {
+            0 => String::new(),
+            n => format!("; {n} records of a newer minor version not decoded"),
+        };
         notes.push(format!(
-            "the trace is incomplete (clean close: {}, {} damaged or missing blocks and {} \
-             records skipped, {} discarded, {} submissions missing{}): what it lacks \
-             cannot be compared",
-            r.clean_close,
-            r.skipped_blocks,
-            r.skipped_records,
-            hrx_analysis::units::bytes(r.bytes_discarded),
-            r.missing_submissions,
-            match r.newer_records {
-                0 => String::new(),
-                n => format!(", {n} records of a newer minor version not decoded"),
-            }
+            "the trace is incomplete ({}: {}{missing}{newer}): what it lacks cannot be \
+             compared",
+            r.end(),
+            hrx_analysis::info::recovered(r),
         ));
     }
     (notes, complete)
