@@ -569,14 +569,16 @@ impl Report {
                 label.to_string(),
             ]
         };
-        // (row, its baseline, the replayed durations) of every judged row, regions first.
-        let judged: Vec<(
+        // (row, graphs, label, its baseline, the replayed durations) of every judged row,
+        // regions first.
+        type Judged<'r> = (
             String,
-            &[u64],
-            &str,
-            &crate::baseline::BaselineMatch,
+            &'r [u64],
+            &'r str,
+            &'r crate::baseline::BaselineMatch,
             Option<Durations>,
-        )> = (self.timing.iter())
+        );
+        let judged: Vec<Judged<'_>> = (self.timing.iter())
             .filter_map(|t| {
                 let b = t.baseline.as_ref()?;
                 Some((
