@@ -105,10 +105,14 @@
 //! and its cross-submission flows are decided then, from the waits of the submissions
 //! up to [`WINDOW`] after it (all read by then, as records of one submission lie within a
 //! window of each other in the file; a writer thread flushes every 100 ms). What is held
-//! is at most two windows of submissions. A wait on a submission more than a window
-//! earlier, or a timing read after its submission was written, is still exported (the
-//! wait in the slice's hazards, the timing as a slice) without its flow, and counted in
-//! [`ExportCounts::flows_not_drawn`]: the caller says so.
+//! is at most two windows of submissions, and no more than [`HELD_SPANS`] region and
+//! operation timings of a runtime beyond its newest [`KEEP_NEWEST`] submissions: past that
+//! the oldest are written ahead of their window (a graph of 20,000 regions held for two
+//! windows would have taken on the order of 150 GB), so that memory grows with graphs, not
+//! with submissions. A wait on a submission more than a window earlier (or on one written
+//! ahead of its window), or a timing read after its submission was written, is still
+//! exported (the wait in the slice's hazards, the timing as a slice) without its flow, and
+//! counted in [`ExportCounts::flows_not_drawn`]: the caller says so.
 //!
 //! Until session 11 the export read the trace twice (a first pass to name things and find
 //! the tracks in use): one decode pass of a 10M-region trace is about 5.8 s of CPU here.
@@ -143,6 +147,36 @@ use std::io::{self, Read, Write};
 
 /// Submissions per settling window (see the module docs).
 pub const WINDOW: u64 = 1 << 14;
+
+/// Region and operation timings a runtime's held submissions may hold before the oldest are
+/// settled ahead of their window (see the module docs): about 230 bytes each, so a graph of
+/// 20,000 regions held for two windows of submissions would have taken on the order of
+/// 150 GB (a Perfetto user's pass: 39 MB at 80 submissions of a 1,000-region graph, 208 MB at
+/// 800).
+pub const HELD_SPANS: usize = 1 << 18;
+
+/// The newest submissions of a runtime never settled ahead of their window: those in flight
+/// and the waits on them, recorded as the later ones are submitted.
+pub const KEEP_NEWEST: u64 = 4;
+
+#[cfg(test)]
+thread_local! {
+    /// A smaller [`HELD_SPANS`] for the exports this thread starts (tests).
+    pub(crate) static HELD_SPANS_FOR_TEST: std::cell::Cell<Option<usize>> =
+        const { std::cell::Cell::new(None) };
+    /// The most timings a runtime held in this thread's exports (tests).
+    pub(crate) static MOST_HELD_FOR_TEST: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(0) };
+}
+
+/// [`HELD_SPANS`], or a test's bound.
+fn held_spans_bound() -> usize {
+    #[cfg(test)]
+    if let Some(bound) = HELD_SPANS_FOR_TEST.with(std::cell::Cell::get) {
+        return bound;
+    }
+    HELD_SPANS
+}
 
 /// Track slot of the `Events` track, after the five queues.
 const EVENTS_SLOT: usize = QUEUES.len();
@@ -739,6 +773,7 @@ fn write_to<S: Sink, T: Source>(
             end_ns: 0,
             start_ns: None,
             runtimes: Vec::new(),
+            held_spans: held_spans_bound(),
         };
         let live = source.being_recorded();
         let summary = source.scan(&mut pass)?;
@@ -820,6 +855,8 @@ struct RuntimeHeld {
     held: IdMap<u64, Held>,
     /// Every submission below this one was written.
     written_below: u64,
+    /// Region and operation timings in `held` ([`HELD_SPANS`]).
+    spans: usize,
 }
 
 /// The output side of the pass: the sink, what was declared and counted. It outlives one
@@ -1230,6 +1267,8 @@ struct Pass<S> {
     start_ns: Option<u64>,
     /// Held submissions by runtime (few).
     runtimes: Vec<(RuntimeId, RuntimeHeld)>,
+    /// [`HELD_SPANS`] (a test's smaller bound).
+    held_spans: usize,
 }
 
 impl<S: Sink> Pass<S> {
@@ -1251,27 +1290,42 @@ impl<S: Sink> Pass<S> {
         })
     }
 
+    /// Counts a timing held for a submission of `runtime` ([`HELD_SPANS`]).
+    fn count_held(&mut self, runtime: RuntimeId) {
+        if let Some((_, rt)) = self.runtimes.iter_mut().find(|(r, _)| *r == runtime) {
+            rt.spans += 1;
+            #[cfg(test)]
+            MOST_HELD_FOR_TEST.with(|most| most.set(most.get().max(rt.spans)));
+        }
+    }
+
     /// Writes every submission of `runtime` below `newest - 2 * WINDOW`, oldest first
-    /// (all of them for `u64::MAX`).
+    /// (all of them for `u64::MAX`), and, while its held timings are past [`HELD_SPANS`],
+    /// older ones below `newest - KEEP_NEWEST` until half that is left.
     fn settle(&mut self, index: &Index, runtime: RuntimeId, newest: u64) {
-        let horizon = match newest {
-            u64::MAX => u64::MAX,
-            n => n.saturating_sub(2 * WINDOW),
-        };
+        let bound = self.held_spans;
         let Some((_, rt)) = self.runtimes.iter_mut().find(|(r, _)| *r == runtime) else {
             return;
         };
-        if horizon <= rt.written_below {
+        let (horizon, limit) = match newest {
+            u64::MAX => (u64::MAX, u64::MAX),
+            n if rt.spans > bound => {
+                let horizon = n.saturating_sub(2 * WINDOW);
+                (horizon, n.saturating_sub(KEEP_NEWEST).max(horizon))
+            }
+            n => (n.saturating_sub(2 * WINDOW), n.saturating_sub(2 * WINDOW)),
+        };
+        if limit <= rt.written_below {
             return;
         }
         // Submission numbers are dense, so stepping through the range costs about one look-up
         // per submission; a sparse range (a damaged trace, the end) sorts what is held.
-        let sparse = (horizon - rt.written_below > 2 * rt.held.len() as u64 + 64).then(|| {
-            let mut keys: Vec<u64> = rt.held.keys().copied().filter(|&k| k < horizon).collect();
+        let sparse = (limit - rt.written_below > 2 * rt.held.len() as u64 + 64).then(|| {
+            let mut keys: Vec<u64> = rt.held.keys().copied().filter(|&k| k < limit).collect();
             keys.sort_unstable();
             keys.into_iter()
         });
-        let mut dense = rt.written_below..horizon;
+        let mut dense = rt.written_below..limit;
         let mut sparse = sparse;
         loop {
             let next = match &mut sparse {
@@ -1281,9 +1335,14 @@ impl<S: Sink> Pass<S> {
             let Some(submission) = next else {
                 break;
             };
+            // Past the window's horizon only while the held timings are past half the bound.
+            if submission >= horizon && rt.spans <= bound / 2 {
+                break;
+            }
             let Some(held) = rt.held.remove(&submission) else {
                 continue;
             };
+            rt.spans = rt.spans.saturating_sub(held.spans.len() + held.ops.len());
             rt.written_below = submission + 1;
             let here = Settled {
                 index,
@@ -1767,6 +1826,7 @@ impl<S: Sink> Visitor for Pass<S> {
             Some(held) => {
                 held.spans.push((region, *span));
                 held.timed.insert(region);
+                self.count_held(span.runtime);
             }
             None => {
                 // Its submission was written already: a slice without flows.
@@ -1791,7 +1851,10 @@ impl<S: Sink> Visitor for Pass<S> {
 
     fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
         match self.held(span.runtime, span.submission) {
-            Some(held) => held.ops.push((node, *span)),
+            Some(held) => {
+                held.ops.push((node, *span));
+                self.count_held(span.runtime);
+            }
             // Its submission was written already: at its own times.
             None => write_op_slice(index, &mut self.out, span, node, None, None),
         }
