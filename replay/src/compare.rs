@@ -974,7 +974,15 @@ pub(crate) fn report(
         ));
     }
     if summary.outputs_not_captured > 0 {
-        notes.push(not_captured_note(summary.outputs_not_captured));
+        let lost_digests = plan
+            .lost
+            .by_kind()
+            .iter()
+            .any(|(k, _)| *k == "OutputDigest");
+        notes.push(not_captured_note(
+            summary.outputs_not_captured,
+            lost_digests,
+        ));
     }
     let verdict = Verdict::of(divergences.len() + summary.slow, 0);
     let mut report = Report {
@@ -1078,15 +1086,25 @@ fn plural_submissions(n: usize) -> String {
     }
 }
 
-/// The note of outputs written at replay whose captured digest an incomplete trace lost.
-pub(crate) fn not_captured_note(n: usize) -> String {
+/// The note of outputs written at replay whose captured digest the trace lacks: lost by
+/// the recorder where it lost `OutputDigest` records (`lost_digests`; a cleanly closed
+/// trace read "the incomplete trace lost it with its end": a break-it pass), else with an
+/// incomplete trace's end.
+pub(crate) fn not_captured_note(n: usize, lost_digests: bool) -> String {
+    let (it, they) = if n == 1 {
+        ("it", "it was")
+    } else {
+        ("them", "they were")
+    };
+    let how = if lost_digests {
+        format!("the recorder lost {it} while recording")
+    } else {
+        format!("the incomplete trace lost {it} with its end")
+    };
     format!(
-        "{n} output{} written at replay {} no captured digest: the incomplete trace lost {} \
-         with its end, so {} not compared",
+        "{n} output{} written at replay {} no captured digest: {how}, so {they} not compared",
         if n == 1 { "" } else { "s" },
         if n == 1 { "has" } else { "have" },
-        if n == 1 { "it" } else { "them" },
-        if n == 1 { "it was" } else { "they were" },
     )
 }
 

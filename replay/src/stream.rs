@@ -401,7 +401,13 @@ impl Fold<'_> {
         // recording) already counted: one note of the whole trace's count.
         if report.summary.outputs_not_captured > 0 {
             let n = report.summary.outputs_not_captured;
-            report.notes.push(compare::not_captured_note(n));
+            let lost_digests = report
+                .trace
+                .records_lost_by_kind
+                .contains_key("OutputDigest");
+            report
+                .notes
+                .push(compare::not_captured_note(n, lost_digests));
         }
         let unknown = report.summary.outcomes_unknown;
         if unknown > 0 {

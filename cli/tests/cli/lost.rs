@@ -154,8 +154,9 @@ fn every_verb_reports_lost_records() {
     // (it said lost submissions "show up as divergences", where a lost `Submit` is refused).
     assert!(
         stdout(&replay).contains(
-            "a lost timing as a sample fewer (a lost `Submit` between held ones, or a \
-             definition, is refused before replaying)"
+            "what they said is not compared (a lost digest leaves its output uncompared, a \
+             lost timing is a sample fewer; a lost `Submit`, host write or definition is \
+             refused before replaying)"
         ),
         "{}",
         stdout(&replay)
@@ -810,4 +811,35 @@ fn lost_records_are_listed_by_count_and_their_gap_by_no_byte() {
         assert!(!gap.contains("byte"), "{err}");
         assert!(err.contains(by_count), "{err}");
     }
+}
+
+/// A lossy recording that lost an output digest: `replay` says the recorder lost it (it
+/// said "the incomplete trace lost it with its end" of a cleanly closed trace) and leaves
+/// that output uncompared, exit 0.
+#[test]
+fn a_lost_digest_is_said_as_lost_by_the_recorder() {
+    let dir = tempfile::tempdir().unwrap();
+    record_hazards(dir.path(), "base.hrxt");
+    let trace = read_all(dir.path().join("base.hrxt")).unwrap();
+    let digests: Vec<usize> = (0..trace.records.len())
+        .filter(|&i| matches!(trace.records[i], Record::OutputDigest(_)))
+        .collect();
+    assert!(
+        !digests.is_empty(),
+        "the hazards workload digests its outputs"
+    );
+    let lost = digests[digests.len() / 2];
+    lossy_copy_without(&dir.path().join("lossy.hrxt"), &trace.records, lost);
+
+    let replay = run(dir.path(), &["replay", "lossy.hrxt"]);
+    assert_eq!(code(&replay), 0, "{}{}", stdout(&replay), stderr(&replay));
+    let text = stdout(&replay);
+    assert!(
+        text.contains(
+            "1 output written at replay has no captured digest: the recorder lost it while \
+             recording, so it was not compared"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("with its end"), "{text}");
 }

@@ -97,10 +97,9 @@ pub(crate) fn recovery_notes(recovery: &hrx_capture::Recovery) -> (Vec<String>, 
     let lost = recovery.lost;
     if !lost.is_none() {
         notes.push(format!(
-            "cannot be exact: {lost} while recording: a lost host write shows up as a \
-             divergence of what read it, a lost digest as an output not compared, a lost \
-             timing as a sample fewer (a lost `Submit` between held ones, or a definition, \
-             is refused before replaying)"
+            "cannot be exact: {lost} while recording: what they said is not compared (a lost \
+             digest leaves its output uncompared, a lost timing is a sample fewer; a lost \
+             `Submit`, host write or definition is refused before replaying)"
         ));
     } else if let Some(mode) = lost.lossy_without_loss() {
         notes.push(format!("lost {mode}"));

@@ -488,9 +488,16 @@ impl Report {
             if self.op_timing.iter().any(|t| t.captured.is_some()) {
                 out.push_str(&format!("\nper-operation timing ({how}):\n"));
             } else {
+                // The recorder may have lost the times the capture took (it read "timed whole
+                // regions only" of such a trace: a break-it pass).
+                let why = if self.trace.records_lost_by_kind.contains_key("OpTiming") {
+                    "the recorder lost the capture's operation times"
+                } else {
+                    "the capture timed whole regions only"
+                };
                 out.push_str(&format!(
-                    "\nper-operation timing ({how}; the capture timed whole regions only, so \
-                     there is no captured time to compare):\n"
+                    "\nper-operation timing ({how}; {why}, so there is no captured time to \
+                     compare):\n"
                 ));
             }
             let listed = Listed::of(
