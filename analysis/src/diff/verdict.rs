@@ -749,13 +749,24 @@ pub fn compare(base: &Profile, new: &Profile, m: &Matched, max_slowdown: f64) ->
     // the other trace holds of a submission the cut one holds too is a difference: a
     // break-it pass); regions, kernels and graph changes, which have no submission, as a
     // whole.
+    // And what a lossy side's recorder lost anywhere (not only past its end): as many of
+    // the other's outputs as it lost digests, as many of its submissions as it lost
+    // `Submit`s (one lost digest read `different`, its output "only in base", under a line
+    // saying what the lossy side lacks is not a difference: a break-it pass).
+    let profiles = [base, new];
     let past_ends: [usize; 2] = std::array::from_fn(|side| {
         let other = 1 - side;
         if complete_sides[side] {
             return 0;
         }
+        let lost_kind = |kind: &str| lost_of(profiles[side], kind);
+        let outputs_lost =
+            (m.outputs_one_sided[other] - m.outputs_past_end[other]).min(lost_kind("OutputDigest"));
+        let submissions_lost = (m.submissions_one_sided[other] - m.submissions_past_end[other])
+            .min(lost_kind("Submit"));
         lacking[side] - (m.submissions_one_sided[other] + m.outputs_one_sided[other]) as usize
             + (m.submissions_past_end[other] + m.outputs_past_end[other]) as usize
+            + (outputs_lost + submissions_lost) as usize
     });
     let past_an_end: usize = past_ends.iter().sum();
     let verdict = Verdict::of(
@@ -1035,6 +1046,16 @@ fn lacking_where(profile: &Profile, side: Side) -> String {
 /// Records the trace lost while recording.
 fn lost(profile: &Profile) -> u64 {
     profile.recovery.as_ref().map_or(0, |r| r.lost.total)
+}
+
+/// Records of `kind` (`OutputDigest`) the trace lost while recording.
+fn lost_of(profile: &Profile, kind: &str) -> u64 {
+    let Some(r) = &profile.recovery else {
+        return 0;
+    };
+    (r.lost.by_kind().into_iter())
+        .find(|(k, _)| *k == kind)
+        .map_or(0, |(_, n)| n)
 }
 
 /// The recorded command line as compared: the program's file name (a debug and a release

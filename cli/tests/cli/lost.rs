@@ -842,4 +842,12 @@ fn a_lost_digest_is_said_as_lost_by_the_recorder() {
         "{text}"
     );
     assert!(!text.contains("with its end"), "{text}");
+    // `diff` says it as lost by the lossy side's recorder, not a difference (it read the
+    // output "only in base" and the traces `different` under a line saying otherwise).
+    let diff = stdout(&run(dir.path(), &["diff", "base.hrxt", "lossy.hrxt"]));
+    assert!(
+        field(&diff, "verdict").starts_with("same as far as both traces go"),
+        "{diff}"
+    );
+    assert!(diff.contains("lost by new's recorder"), "{diff}");
 }
