@@ -178,6 +178,9 @@ struct ProfileVisitor {
     session: Option<SessionStart>,
     places: Places,
     digest_runtimes: BTreeSet<RuntimeId>,
+    /// Runtimes whose `RuntimeStart` the trace holds: ranked whether or not they did
+    /// anything yet (see `finish`).
+    started_runtimes: BTreeSet<RuntimeId>,
     /// Every operation of every graph, for what each graph computes ([`signature`]).
     ops: IdMap<(RuntimeId, GraphId), Vec<GraphOp>>,
     /// Each loaded kernel's [`kernel_params`].
@@ -302,6 +305,9 @@ impl Visitor for ProfileVisitor {
             }
             Record::OutputDigest(d) => {
                 self.digest_runtimes.insert(d.runtime);
+            }
+            Record::RuntimeStart(r) => {
+                self.started_runtimes.insert(r.runtime);
             }
             Record::SubmissionDone(d) => {
                 let key = (d.runtime, d.submission.0);
@@ -459,12 +465,23 @@ impl ProfileVisitor {
             .into_iter()
             .map(|(k, (_, rank))| (k, rank))
             .collect();
-        places.graph_runtime = runtime_ranks(places.graph_of.keys().map(|k| k.0));
+        // Runtimes rank among those the trace started as well as those that did the work
+        // ranked: a runtime created first and used last has done nothing where a recording
+        // was cut, and ranking only the busy ones compared the cut's second runtime with
+        // the whole run's first (a false regression: a break-it pass). Untraced runtimes a
+        // program made first have no `RuntimeStart`: they shift no rank.
+        let started = self.started_runtimes.iter().copied();
+        places.graph_runtime =
+            runtime_ranks(places.graph_of.keys().map(|k| k.0).chain(started.clone()));
         // A runtime whose range kept no submission (one that never opened) still holds a
         // range: ranked, so that `diff` compares nothing there rather than reading the
         // trace as whole.
         let ranged = self.ranges.iter().map(|r| r.runtime);
-        let submitting = || places.submits.keys().map(|k| k.0).chain(ranged.clone());
+        let submitting = || {
+            (places.submits.keys().map(|k| k.0))
+                .chain(ranged.clone())
+                .chain(started.clone())
+        };
         places.outcome_runtime = runtime_ranks(submitting());
         places.output_runtime =
             runtime_ranks(submitting().chain(self.digest_runtimes.iter().copied()));
