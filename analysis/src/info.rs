@@ -735,9 +735,29 @@ fn at_the_end(
             ),
         }
     };
+    // The submissions in flight, where there are several, per runtime, each list bounded:
+    // ` (6 in flight: runtime 1 1-4; runtime 2 11-12)`. Said beside a running region too
+    // (it named the latest submission alone beside "6 without an outcome": a break-it pass).
+    let in_flight: BTreeSet<_> = in_flight.iter().copied().collect();
+    let in_flight_text = || -> String {
+        if in_flight.len() < 2 {
+            return String::new();
+        }
+        let mut per: BTreeMap<RuntimeId, Vec<u64>> = BTreeMap::new();
+        for &(rt, s) in &in_flight {
+            per.entry(rt).or_default().push(s.0);
+        }
+        let named = per.len() > 1 || several_runtimes;
+        let lists: Vec<String> = (per.iter())
+            .map(|(&rt, subs)| match named {
+                true => format!("runtime {rt} {}", bounded_runs(subs)),
+                false => bounded_runs(subs),
+            })
+            .collect();
+        format!(" ({} in flight: {})", in_flight.len(), lists.join("; "))
+    };
     // The latest submission with a running region, and its running regions; a region start
     // read after its submission's done (blocks out of time order) is not running.
-    let in_flight: BTreeSet<_> = in_flight.iter().copied().collect();
     let running: BTreeSet<_> = running
         .iter()
         .map(|r| (r.runtime, r.submission, r.region))
@@ -759,24 +779,20 @@ fn at_the_end(
             0 => String::new(),
             n => format!(" (and {} of other submissions)", plural(n as u64, "region")),
         };
+        // At most eight named (a hang in a wide graph listed 80).
+        let listed = match regions.len() {
+            n if n > 8 => format!("{} and {} more", regions[..8].join(", "), n - 8),
+            _ => regions.join(", "),
+        };
         return format!(
-            "during {}submission {submission}, {noun} {} running{more}{}",
+            "during {}submission {submission}{}, {noun} {listed} running{more}{}",
             runtime(rt),
-            regions.join(", "),
+            in_flight_text(),
             unsubmitted_text()
         );
     }
     if let Some(&(rt, submission)) = in_flight.iter().max_by_key(|(r, s)| (*s, *r)) {
-        // Several in flight: which, so that "no region running" does not read as nothing
-        // going on beside "4 without an outcome" (a fresh user's pass).
-        let of_runtime: Vec<u64> = (in_flight.iter())
-            .filter(|(r, _)| *r == rt)
-            .map(|(_, s)| s.0)
-            .collect();
-        let which = match of_runtime.len() {
-            1 => String::new(),
-            n => format!(" ({n} in flight: {})", crate::units::id_runs(&of_runtime)),
-        };
+        let which = in_flight_text();
         let state = if which.is_empty() {
             "no region running"
         } else {
@@ -792,6 +808,21 @@ fn at_the_end(
         "after {}{}",
         plural(submissions, "submission"),
         unsubmitted_text()
+    )
+}
+
+/// Submission numbers as runs (`1-4,6`), at most five runs: the first three, `...`, the
+/// last two (a killed lossy trace listed seventeen).
+fn bounded_runs(ids: &[u64]) -> String {
+    let runs = crate::units::id_runs(ids);
+    let parts: Vec<&str> = runs.split(',').collect();
+    if parts.len() <= 5 {
+        return runs;
+    }
+    format!(
+        "{},...,{}",
+        parts[..3].join(","),
+        parts[parts.len() - 2..].join(",")
     )
 }
 
@@ -879,8 +910,24 @@ mod tests {
         let records = [submit(1), submit(2), started(2, 1), started(3, 0)];
         assert_eq!(
             at_the_end(&records),
-            "during submission 2, region 1 running; submission 3's region 0 running, its \
-             Submit not in the trace"
+            "during submission 2 (2 in flight: 1-2), region 1 running; submission 3's region 0 \
+             running, its Submit not in the trace"
+        );
+        // Every runtime's in flight, each list bounded; a wide graph's running regions too.
+        let on_second = |record: Record| match record {
+            Record::Submit(mut s) => {
+                s.runtime = RuntimeId(2);
+                Record::Submit(s)
+            }
+            other => other,
+        };
+        let mut records: Vec<Record> = (1..=40).filter(|n| n % 3 != 0).map(submit).collect();
+        records.extend([on_second(submit(11)), on_second(submit(12))]);
+        records.extend((0..10).map(|region| started(40, region)));
+        assert_eq!(
+            at_the_end(&records),
+            "during submission 40 (29 in flight: runtime 1 1-2,4-5,7-8,...,37-38,40; runtime 2 \
+             11-12), regions 0, 1, 2, 3, 4, 5, 6, 7 and 2 more running"
         );
         let records = [submit(1), done(1), started(2, 0), started(3, 1)];
         assert_eq!(
