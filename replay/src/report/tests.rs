@@ -1264,7 +1264,7 @@ fn a_large_timing_table_lists_the_slow_rows_and_the_longest_and_counts_the_rest(
             .nth(1)
             .expect("a timing table");
         (table.lines().skip(2))
-            .take_while(|line| line.starts_with("  ") && !line.contains("more regions"))
+            .take_while(|line| line.starts_with("  ") && !line.contains(" more region"))
             .map(|line| line.split_whitespace().nth(1).unwrap().parse().unwrap())
             .collect()
     };
@@ -1301,6 +1301,17 @@ fn a_large_timing_table_lists_the_slow_rows_and_the_longest_and_counts_the_rest(
         )),
         "{text}"
     );
+    // One left out reads in the singular.
+    report.timing.truncate(LISTED_ROWS + 1);
+    let text = report.to_text();
+    assert!(text.contains("  ... 1 more region (listed: "), "{text}");
+    report.timing = (0..1000u32)
+        .map(|region| {
+            let mut row = first.clone();
+            row.region = region;
+            row
+        })
+        .collect();
     // SLOW rows past the bound are counted as such.
     for row in &mut report.timing {
         row.regression = true;

@@ -753,9 +753,9 @@ impl Listed {
         };
         let _ = writeln!(
             out,
-            "  ... {} more {what}s{slow} (listed: {}, the SLOW ones first, then the longest; \
+            "  ... {}{slow} (listed: {}, the SLOW ones first, then the longest; \
              `--report json` lists every one)",
-            self.more,
+            hrx_analysis::units::plural(self.more as u64, &format!("more {what}")),
             self.rows.len()
         );
     }
