@@ -156,6 +156,8 @@ pub(crate) struct ChunkIndex {
     /// (a frame's contents are written before the submission that uploads them), and its
     /// submits: what a chunk makes replay hold, for [`ChunkIndex::size_within`].
     blob_bytes: BTreeMap<u64, (u64, u64)>,
+    /// Per chunk: its region and operation timings, for [`ChunkIndex::size_within`].
+    timings: BTreeMap<u64, u64>,
     /// Each of the recording's `TraceRange` records as the file last states it, by runtime
     /// and start (its end is what a chunk takes from it): a capture range's end is recorded when the run ends, so a chunk read
     /// before then is handed the range closed, as a whole-trace replay reads it (an early
@@ -194,19 +196,41 @@ impl ChunkIndex {
     /// or chunks are single submissions already. Contents referred to again by a later chunk
     /// are kept until then whatever the size (a program cycling through 30 photographs
     /// holds the 30).
-    pub(crate) fn size_within(&self, budget: u64) -> Option<u64> {
-        let &(bytes, submits) = self.blob_bytes.values().max_by_key(|(bytes, _)| *bytes)?;
-        // Replay holds a chunk and the one before it: where the whole trace's contents fit
-        // twice the budget, smaller chunks hold no less (contents referred to again are
-        // kept), and cost a pass and a drained replay per chunk more (a 30-photograph trace
-        // of 317 MiB peaked 20% higher in chunks of 32; second break-it pass).
-        let total: u64 = self.blob_bytes.values().map(|(bytes, _)| bytes).sum();
-        if bytes <= budget || self.size == 1 || total <= budget.saturating_mul(2) {
-            return None;
+    ///
+    /// Likewise where a chunk holds more than `timings` region and operation timings (a
+    /// graph of many regions), in proportion to the chunk holding most.
+    pub(crate) fn size_within(&self, budget: u64, timings: u64) -> Option<u64> {
+        let by_timings = (self.timings.values().max().copied())
+            .filter(|&most| most > timings && self.size > 1)
+            .map(|most| {
+                let size = u128::from(self.size) * u128::from(timings) / u128::from(most);
+                (size as u64).clamp(1, self.size - 1)
+            });
+        let by_blobs = || {
+            let &(bytes, submits) = self.blob_bytes.values().max_by_key(|(bytes, _)| *bytes)?;
+            // Replay holds a chunk and the one before it: where the whole trace's contents
+            // fit twice the budget, smaller chunks hold no less (contents referred to again
+            // are kept), and cost a pass and a drained replay per chunk more (a
+            // 30-photograph trace of 317 MiB peaked 20% higher in chunks of 32; second
+            // break-it pass).
+            let total: u64 = self.blob_bytes.values().map(|(bytes, _)| bytes).sum();
+            if bytes <= budget || self.size == 1 || total <= budget.saturating_mul(2) {
+                return None;
+            }
+            // The heaviest chunk's bytes per submission, to `budget`.
+            let size = u128::from(submits.max(1)) * u128::from(budget) / u128::from(bytes);
+            Some((size as u64).clamp(1, self.size - 1))
+        };
+        match (by_blobs(), by_timings) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        // The heaviest chunk's bytes per submission, to `budget`.
-        let size = u128::from(submits.max(1)) * u128::from(budget) / u128::from(bytes);
-        Some((size as u64).clamp(1, self.size - 1))
+    }
+
+    /// Whether a chunk of this size holds more than `timings` region and operation
+    /// timings (the reason a replay's chunks were made smaller, where they were).
+    pub(crate) fn timings_past(&self, timings: u64) -> bool {
+        self.timings.values().any(|&n| n > timings)
     }
 
     /// Notes that chunk `chunk` names `submission` of `runtime`, of an earlier chunk.
@@ -239,6 +263,17 @@ pub(crate) fn index<R: Read>(mut reader: TraceReader<R>, size: u64) -> ChunkInde
             && !matches!(d.contents, s::Payload::Omitted { .. })
         {
             index.outputs_with_contents += 1;
+        }
+        if let Record::RegionTiming(s::RegionTiming { submission, .. })
+        | Record::OpTiming(s::OpTiming {
+            timing: s::RegionTiming { submission, .. },
+            ..
+        }) = &record
+        {
+            *index
+                .timings
+                .entry(index.chunk_of(*submission))
+                .or_default() += 1;
         }
         if let Record::BufferCreated(b) = &record
             && b.placement == s::Placement::GpuLocal
@@ -1074,14 +1109,20 @@ pub(crate) mod tests {
         let frame = 8192;
         // Submissions are numbered from 1: chunks of 16 hold the 12 in one.
         let whole = index(TraceReader::new(&bytes[..]).unwrap(), 16);
-        assert_eq!(whole.size_within(64 * frame), None, "12 frames fit");
+        assert_eq!(
+            whole.size_within(64 * frame, u64::MAX),
+            None,
+            "12 frames fit"
+        );
         // Over the budget, but within two chunks' worth: nothing to gain.
         assert_eq!(
-            whole.size_within(7 * frame),
+            whole.size_within(7 * frame, u64::MAX),
             None,
             "12 frames fit in two of 7"
         );
-        let size = whole.size_within(3 * frame).expect("smaller chunks");
+        let size = whole
+            .size_within(3 * frame, u64::MAX)
+            .expect("smaller chunks");
         assert!((2..=3).contains(&size), "{size} submissions");
         let peak = |size: u64| {
             let index = index(TraceReader::new(&bytes[..]).unwrap(), size);
@@ -1123,6 +1164,63 @@ pub(crate) mod tests {
         };
         assert!(said(&chunked), "{:?}", chunked.notes);
         assert!(!said(&whole), "{:?}", whole.notes);
+    }
+
+    /// A chunk holding more region and operation timings than the budget (a graph of many
+    /// regions: chunks of 2,048 submissions of a 2,000-region graph took 4.0 GB, a break-it
+    /// pass) is made smaller in proportion, down to one submission; the replay in smaller
+    /// chunks compares every submission as before and says why it was chunked.
+    #[test]
+    fn chunks_of_many_timings_are_sized_to_the_budget() {
+        let bytes = frames(0..12);
+        let whole = index(TraceReader::new(&bytes[..]).unwrap(), 16);
+        // Two copy regions a submission, each timed with its operation: 4 timings.
+        let most = *whole.timings.values().max().expect("timings");
+        assert_eq!(most, 12 * 4, "{:?}", whole.timings);
+        assert_eq!(whole.size_within(u64::MAX, most), None, "the timings fit");
+        let size = whole.size_within(u64::MAX, 4 * 4).expect("smaller chunks");
+        assert!((4..=5).contains(&size), "{size} submissions");
+        assert_eq!(
+            whole.size_within(u64::MAX, 1),
+            Some(1),
+            "one submission at least"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("frames.hrxt");
+        std::fs::write(&path, &bytes).unwrap();
+        let options = |timings| {
+            crate::ReplayOptions::default()
+                .chunk_submissions(16)
+                .chunk_timings(timings)
+        };
+        let whole = crate::replay_file(&path, &options(most)).expect("replayed");
+        let chunked = crate::replay_file(&path, &options(4 * 4)).expect("replayed");
+        let single = crate::replay_file(&path, &options(1)).expect("replayed");
+        for report in [&whole, &chunked, &single] {
+            assert_eq!(report.exit_code(), 0, "{:?}", report.notes);
+            assert_eq!(report.summary.submissions, 12, "{:?}", report.summary);
+        }
+        let said =
+            |report: &crate::Report, what: &str| report.notes.iter().any(|n| n.contains(what));
+        assert!(!said(&whole, "replayed in chunks"), "{:?}", whole.notes);
+        assert!(
+            said(
+                &chunked,
+                "submissions, not 16: a chunk of that many would have held more than 256 MiB of \
+                 captured contents or 16 region and operation timings"
+            ),
+            "{:?}",
+            chunked.notes
+        );
+        assert!(
+            said(
+                &single,
+                "replayed in chunks of 1 submission, not 16: one submission holds more than 1 region and operation timings"
+            ),
+            "{:?}",
+            single.notes
+        );
     }
 
     /// A recording killed mid-run can hold a submission's completion and timings without

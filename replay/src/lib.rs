@@ -249,10 +249,11 @@ pub fn replay_file_reading(
     };
     let mut index = chunk::index(open()?, options.chunk_submissions);
     // Chunks that would bring in more captured contents than allowed (distinct large
-    // frames) are made smaller, located by another first pass, sized by the heaviest
-    // chunk's contents a submission: where contents come unevenly, checked again.
+    // frames), or hold more timings (a graph of many regions), are made smaller, located
+    // by another first pass, sized by the heaviest chunk: where they come unevenly,
+    // checked again.
     for _ in 0..3 {
-        let Some(size) = index.size_within(options.chunk_blob_bytes) else {
+        let Some(size) = index.size_within(options.chunk_blob_bytes, options.chunk_timings) else {
             break;
         };
         index = chunk::index(open()?, size);

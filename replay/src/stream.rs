@@ -973,10 +973,24 @@ pub(crate) fn replay_stream<R: Read>(
     }
     let size = chunker.index().size();
     if size < options.chunk_submissions && chunks > 1 {
+        // Why: the contents a chunk brings in, or the timings it holds.
+        let why = if size == 1 && chunker.index().timings_past(options.chunk_timings) {
+            format!(
+                "one submission holds more than {} region and operation timings",
+                options.chunk_timings
+            )
+        } else {
+            format!(
+                "a chunk of that many would have held more than {} of captured contents or \
+                 {} region and operation timings",
+                hrx_analysis::units::bytes(options.chunk_blob_bytes),
+                options.chunk_timings
+            )
+        };
         chunker_notes.push(format!(
-            "replayed in chunks of {size} submissions, not {}: a chunk of that many would have held more than {} of captured contents",
+            "replayed in chunks of {}, not {}: {why}",
+            hrx_analysis::units::plural(size, "submission"),
             options.chunk_submissions,
-            hrx_analysis::units::bytes(options.chunk_blob_bytes)
         ));
     }
     if chunks > 1 && options.per_op {
