@@ -473,9 +473,20 @@ fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
                 _ => None,
             })
     });
-    let reporters = std::env::var_os(TRACE_PATHS_ENV)
-        .filter(|d| !d.is_empty())
-        .and_then(|dir| reporters_in(Path::new(&dir), path));
+    // A sibling reports its file just after it creates it (with its `SessionStart`): one
+    // started beside this process may not have yet. Asked again for a while before it is
+    // called another recording's (`sh -c 'a & b & wait'` read "written by another
+    // recording" of its sibling in 3 of 3 runs: a break-it pass).
+    let mut reporters = reporters_in_env(path);
+    if let (Some(pid), Some(_)) = (pid, &reporters) {
+        for _ in 0..100 {
+            if reporters.as_ref().is_none_or(|r| r.contains(&pid)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            reporters = reporters_in_env(path);
+        }
+    }
     match (pid, reporters) {
         (Some(pid), Some(reporters)) if reporters.contains(&pid) => {
             format!("was written by another process of this recording (pid {pid})").into()
@@ -489,6 +500,13 @@ fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
               another recording)"
             .into(),
     }
+}
+
+/// [`reporters_in`] the directory [`TRACE_PATHS_ENV`] names.
+fn reporters_in_env(path: &Path) -> Option<Vec<u32>> {
+    std::env::var_os(TRACE_PATHS_ENV)
+        .filter(|d| !d.is_empty())
+        .and_then(|dir| reporters_in(Path::new(&dir), path))
 }
 
 /// The pids of the processes whose reports in `dir` ([`TRACE_PATHS_ENV`]) name `path`;
