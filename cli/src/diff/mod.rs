@@ -9,7 +9,7 @@
 //! - **Operations** of each graph both traces prepared are matched by the graph, their
 //!   name and their place among the graph's operations of that name (the k-th `hrx_blur`
 //!   of graph 1), timed or not: one in a trace only is a kernel *added* to or *removed*
-//!   from the graph (`graph 1 region 1: + hrx_foo (node 5, added)`; `#2` where the region has another of its name), one-sided; the region label
+//!   from the graph (`graph 1 region 1: + hrx_foo (node 5, added)`; `#2` the graph's second of its name), one-sided; the region label
 //!   that changed with it is listed as *relabelled*, not as a new or missing kernel (a
 //!   kernel that, so added or removed, runs in one trace only is counted as new or missing).
 //!   Operations timed in both have their medians on both sides (judged by the kernel rule,

@@ -613,9 +613,9 @@ fn write_operations(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         )?;
     }
     for g in c.graph_changes.iter().take(LISTED) {
-        // Which of the region's operations, as the timing rows name them (`fill #3`) and by
-        // its node: several added to one region read as the same line repeated (a fresh
-        // user's pass).
+        // Which operation, as the timing rows name it (`fill #3`: the graph's third `fill`)
+        // and by its node: several added to one region read as the same line repeated (a
+        // fresh user's pass).
         let nth = match g.key.nth.saturating_add(1) {
             1 => String::new(),
             n => format!(" #{n}"),
