@@ -64,6 +64,8 @@ pub(super) struct SliceRec {
     pub waits: (u32, u32),
     pub flows_out: (u32, u32),
     pub flows_in: (u32, u32),
+    /// Where its flows bind (Chrome's JSON; [`super::RegionSlice`]'s `bind_ns`).
+    pub bind_ns: u64,
 }
 
 /// A piece of the output, in order.
@@ -418,6 +420,7 @@ mod tests {
             waits: (0, 0),
             flows_out: (0, 0),
             flows_in: (0, 0),
+            bind_ns: start_ns,
         }
     }
 

@@ -16,8 +16,9 @@
 //!   would pass what a double holds exactly (viewers parse `ts` as one): on the wall clock
 //!   always, on `CLOCK_MONOTONIC` after 104 days of uptime, and slices would cross.
 //! - A flow is a pair of flow events with the same `id` (`cat: "hazard"`, `name: "hazard"`):
-//!   `ph: "s"` at the middle of the producer's slice and `ph: "f"` with `bp: "e"` at the
-//!   middle of the consumer's, so each binds to its enclosing slice.
+//!   `ph: "s"` in the producer's slice and `ph: "f"` with `bp: "e"` in the consumer's, so
+//!   each binds to its enclosing slice: outside the region's nested operations where they
+//!   leave a gap (a viewer binds to the deepest enclosing slice), else at its middle.
 //! - An instant event is `ph: "i"` with `s: "t"` (thread scope) on the events track.
 //! - A host thread (format 1.14) is itself: its OS thread id as `tid` (named by
 //!   `thread_name`, after the runtimes' tracks by `thread_sort_index`), its spans and ranges
@@ -220,12 +221,9 @@ fn region_slice(out: &mut Vec<u8>, batch: &Batch<RegionConst>, s: &SliceRec) -> 
         out.extend_from_slice(b",\"status\":\"failed\"");
     }
     out.extend_from_slice(b"}}");
-    let middle = s
-        .start_ns
-        .wrapping_add(s.end_ns.wrapping_sub(s.start_ns) / 2);
     let flows_out = &batch.flows[s.flows_out.0 as usize..s.flows_out.1 as usize];
     let flows_in = &batch.flows[s.flows_in.0 as usize..s.flows_in.1 as usize];
-    flow_events(out, pid, tid, middle, flows_out, flows_in)
+    flow_events(out, pid, tid, s.bind_ns, flows_out, flows_in)
 }
 
 /// The flow events of a slice (`middle`: its middle, where they bind, as [`Writer::rel`]
@@ -461,6 +459,7 @@ impl Sink for Writer {
         let flows_out = batch.flows(s.flows_out);
         let flows_in = batch.flows(s.flows_in);
         let (start_ns, end_ns) = (self.rel(s.start_ns), self.rel(s.end_ns));
+        let bind_ns = self.rel(s.bind_ns);
         let batch = &mut self.batches.batch;
         batch.slice(SliceRec {
             start_ns,
@@ -478,6 +477,7 @@ impl Sink for Writer {
             waits,
             flows_out,
             flows_in,
+            bind_ns,
         });
         self.batches.maybe_hand_off()
     }

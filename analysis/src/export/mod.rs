@@ -593,6 +593,35 @@ pub(crate) struct RegionSlice<'a> {
     failed: bool,
     flows_out: &'a [u64],
     flows_in: &'a [u64],
+    /// Where its flows bind in Chrome's JSON, which binds a flow event to the deepest slice
+    /// enclosing it: a time inside the region and outside its operations where there is one
+    /// ([`bind_time`]), else its middle.
+    bind_ns: u64,
+}
+
+/// Where a region's flow events go in Chrome's JSON: inside its span (`start_ns`..`end_ns`)
+/// and outside every operation span of `ops` (nested in it), the middle of the first gap
+/// (before the first operation, between two, or after the last); its middle where the
+/// operations leave none. At the middle, the flow bound to an operation (a Perfetto user's
+/// pass: the upload-to-compute arrow ended on `hrx_histogram256`, the compute region's last
+/// kernel, where the Perfetto file links region to region).
+fn bind_time(start_ns: u64, end_ns: u64, ops: impl Iterator<Item = (u64, u64)>) -> u64 {
+    let mut spans: Vec<(u64, u64)> = ops
+        .map(|(s, e)| (s.clamp(start_ns, end_ns), e.clamp(start_ns, end_ns)))
+        .collect();
+    spans.sort_unstable();
+    let mut at = start_ns;
+    for (s, e) in spans {
+        // A gap of 2 ns at least, so that its middle is strictly inside it.
+        if s >= at + 2 {
+            return at + (s - at) / 2;
+        }
+        at = at.max(e);
+    }
+    if end_ns >= at + 2 {
+        return at + (end_ns - at) / 2;
+    }
+    start_ns + (end_ns - start_ns) / 2
 }
 
 /// What an output format does with the stream of tracks, slices and instants.
@@ -1557,7 +1586,7 @@ impl Settled<'_> {
             flows_out.extend(run_of(out_cross, region, |c| c.0).iter().map(|c| c.1));
             let failure = by_region.failed(region).map(|f| &held.failed[f]);
             let failed = failure.is_some();
-            let slice = region_slice(
+            let mut slice = region_slice(
                 index,
                 names,
                 span,
@@ -1571,6 +1600,16 @@ impl Settled<'_> {
                     failed,
                 },
             );
+            // Where its operations are nested under it (its first timing), its flows bind
+            // outside them.
+            if (!flows_in.is_empty() || !flows_out.is_empty())
+                && by_region.first_span(span.region) == Some(i)
+            {
+                let ops = (run_of(&by_region.ops, span.region, |o| o.0).iter())
+                    .map(|&(_, i)| &held.ops[i as usize].1)
+                    .map(|op| (op.start_ns, op.end_ns));
+                slice.bind_ns = bind_time(slice.start_ns, slice.end_ns, ops);
+            }
             out.region_slice(&slice);
             // Its operations, nested: after it, within its span (under its first timing
             // only, where a run was timed twice).
@@ -1931,6 +1970,7 @@ fn region_slice<'a>(
         failed: a.failed,
         flows_out: a.flows_out,
         flows_in: a.flows_in,
+        bind_ns: span.start_ns + (span.end_ns.max(span.start_ns) - span.start_ns) / 2,
     }
 }
 

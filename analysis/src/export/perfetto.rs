@@ -818,6 +818,7 @@ impl Sink for Writer {
             waits,
             flows_out,
             flows_in,
+            bind_ns: s.bind_ns,
         });
         self.batches.maybe_hand_off()
     }
