@@ -129,6 +129,9 @@ fn encode_constant(s: &RegionSlice<'_>) -> io::Result<RegionConst> {
     let mut part = RegionConst::default();
     string(&mut part.name, s.label)?;
     let kind = Arg::Str(super::kind_name(a.kind).into());
+    // The runtime too: submission numbers restart per runtime.
+    member(&mut part.run_a, "runtime", &Arg::Uint(s.runtime.0.into()))?;
+    part.run_a.push(b',');
     member(&mut part.run_a, "kind", &kind)?;
     part.run_a.push(b',');
     member(&mut part.run_a, "operations", &Arg::Uint(a.operations))?;

@@ -1698,6 +1698,7 @@ fn write_op_slice<S: Sink>(
     let host_ns = span.duration_ns();
     let device_ns = span.device.map(|d| d.end_ns.saturating_sub(d.start_ns));
     let mut args = vec![
+        ("runtime", Arg::Uint(span.runtime.0.into())),
         ("submission", Arg::Uint(span.submission.0)),
         ("region", Arg::Uint(info.index.0.into())),
         ("node", Arg::Uint(node.0.into())),
@@ -2332,6 +2333,12 @@ fn instant(record: &Record) -> Option<Instant<'_>> {
         | Record::DigestSpan(_) => RECORDER_SLOT,
         _ => EVENTS_SLOT,
     };
+    // An event naming a submission names its runtime too: submission numbers restart per
+    // runtime (as region and operation slices do).
+    let mut args = args;
+    if args.iter().any(|(key, _)| *key == "submission") {
+        args.insert(0, ("runtime", Arg::Uint(runtime.0.into())));
+    }
     Some(Instant {
         runtime,
         place: Place::default(),

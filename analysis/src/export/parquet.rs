@@ -647,6 +647,8 @@ impl Rows<'_> {
             match (*key, arg) {
                 ("submission", Arg::Uint(v)) => submission = Some(*v),
                 ("region", Arg::Uint(v)) => region = Some(*v),
+                // A column of its own already.
+                ("runtime", Arg::Uint(_)) => {}
                 (key, Arg::Uint(v)) => detail.push(format!("{key}={v}")),
                 (key, Arg::Str(t)) => detail.push(format!("{key}={t}")),
                 (key, list) => {

@@ -474,7 +474,10 @@ impl Writer {
         let interner = &mut self.interner;
         let mut run_a = Encoder::default();
         let kind = Arg::Str(super::kind_name(a.kind).into());
+        // The runtime too: submission numbers restart per runtime (a trace processor query
+        // keyed on submission alone mixed two runtimes': a Perfetto user's pass).
         for (key, arg) in [
+            ("runtime", Arg::Uint(s.runtime.0.into())),
             ("kind", kind),
             ("operations", Arg::Uint(a.operations)),
             ("uses", Arg::Texts(&a.uses, &[])),
