@@ -752,7 +752,17 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
             }
         )?;
     }
+    // The runtime named where the trace has several, as the `ended` line names it.
+    let runtimes: std::collections::BTreeSet<u64> = (r["queues"].as_array().into_iter())
+        .chain(r["running"].as_array())
+        .flatten()
+        .filter_map(|row| row["runtime"].as_u64())
+        .collect();
     for running in r["running"].as_array().into_iter().flatten() {
+        let runtime = match runtimes.len() {
+            0 | 1 => String::new(),
+            _ => format!("runtime {} ", u(&running["runtime"])),
+        };
         let what = match (running["label"].as_str(), running["queue"].as_str()) {
             (Some(label), Some(queue)) => format!(" ({label} on {queue})"),
             // Said as `info` and the timeline say it (a fresh user's pass found only the
@@ -766,7 +776,7 @@ fn write_text(out: &mut impl Write, r: &Value, live: bool) -> io::Result<()> {
         let state = hrx_analysis::running_state(live);
         writeln!(
             out,
-            "{:<12} submission {}, region {}{what}: started at {}, {state}",
+            "{:<12} {runtime}submission {}, region {}{what}: started at {}, {state}",
             "running",
             u(&running["submission"]),
             u(&running["region"]),
@@ -1350,6 +1360,14 @@ mod tests {
             live.ends_with(&format!(", running now ({})", hrx_capture::BEING_RECORDED)),
             "{live}"
         );
+        // Of a trace of several runtimes, each names its runtime.
+        report["queues"] = serde_json::json!([{"runtime": 1}, {"runtime": 2}]);
+        assert!(
+            line(&report, false).starts_with("running      runtime 1 submission 3, region 2 "),
+            "{}",
+            line(&report, false)
+        );
+        report["queues"] = serde_json::json!([]);
         // One whose Submit the trace lacks says so, as `info` and the timeline do.
         report["running"][0] = serde_json::json!({"runtime": 1, "submission": 4, "region": 0,
             "label": null, "queue": null, "start_ns": 5, "submitted": false});

@@ -817,11 +817,16 @@ fn trace_lines(model: &Model, state: &ViewState) -> Vec<Line<'static>> {
     // so its graph and queue are unknown. In `stats`' words, the first few.
     let not_drawn = &info.running_not_drawn;
     for r in not_drawn.iter().take(3) {
+        // The runtime named where the trace has several, as the `ended` line names it.
+        let runtime = match info.runtimes.len() {
+            0 | 1 => String::new(),
+            _ => format!("runtime {} ", r.runtime),
+        };
         lines.push(field(
             "running",
             format!(
-                "submission {}, region {}: started at {}, {}; not drawn: its Submit is not \
-                 in the trace (queue unknown)",
+                "{runtime}submission {}, region {}: started at {}, {}; not drawn: its Submit \
+                 is not in the trace (queue unknown)",
                 r.submission,
                 r.region,
                 units::time(r.start_ns),
