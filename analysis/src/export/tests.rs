@@ -2759,8 +2759,9 @@ fn chrome_flows_bind_to_their_regions_not_to_nested_operations() {
     let doc: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
     let events = doc["traceEvents"].as_array().unwrap();
     // (pid, tid) -> the X slices there: (start, end, is an operation), in ns.
+    type Spans = Vec<(i64, i64, bool)>;
     let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
-    let mut slices: HashMap<(u64, u64), Vec<(i64, i64, bool)>> = HashMap::new();
+    let mut slices: HashMap<(u64, u64), Spans> = HashMap::new();
     for e in events.iter().filter(|e| e["ph"] == "X") {
         // Regions and operations name their runtime beside their submission, whose
         // numbers restart per runtime.
