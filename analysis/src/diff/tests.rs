@@ -907,32 +907,6 @@ fn outputs_pair_across_an_operation_added_before_their_writer() {
     ));
 }
 
-/// `records` with every `runtime` field set to `id`.
-fn on_runtime(records: &[Record], id: u32) -> Vec<Record> {
-    fn set(value: &mut serde_json::Value, id: u32) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, v) in map.iter_mut() {
-                    if key == "runtime" {
-                        *v = serde_json::json!(id);
-                    } else {
-                        set(v, id);
-                    }
-                }
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| set(v, id)),
-            _ => {}
-        }
-    }
-    (records.iter())
-        .map(|r| {
-            let mut value = serde_json::to_value(r).unwrap();
-            set(&mut value, id);
-            serde_json::from_value(value).unwrap()
-        })
-        .collect()
-}
-
 /// Runtimes rank among those the trace started, not only among those that did work: a
 /// recording cut while its first-created runtime had done nothing yet ranks its second one
 /// as the whole run does. It ranked it first, so `diff` compared it with the whole run's
@@ -943,7 +917,7 @@ fn a_runtime_that_did_nothing_yet_keeps_its_rank() {
     let is_start = |r: &&Record| matches!(r, Record::RuntimeStart(_));
     let start: Vec<Record> = first.iter().filter(is_start).cloned().collect();
     assert_eq!(start.len(), 1);
-    let second = on_runtime(&trace(4, &[], None), 7);
+    let second = crate::synthetic::on_runtime(&trace(4, &[], None), 7);
     // The first runtime is created first and works last.
     let mut whole = start.clone();
     whole.extend(second.iter().cloned());

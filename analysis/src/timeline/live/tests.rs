@@ -119,14 +119,7 @@ fn a_region_left_running_reaches_the_end_at_every_publish() {
 #[test]
 fn two_runtimes_submitting_at_once() {
     let runtime = |records: Vec<Record>, id: u32| -> Vec<Record> {
-        records
-            .into_iter()
-            .map(|r| {
-                let mut value = serde_json::to_value(&r).unwrap();
-                set_runtime(&mut value, id);
-                serde_json::from_value(value).unwrap()
-            })
-            .collect()
+        crate::synthetic::on_runtime(&records, id)
     };
     let a: Vec<Record> = pipeline(PipelineSpec::ops(160)).collect();
     let b = runtime(pipeline(PipelineSpec::ops(160)).collect(), 2);
@@ -155,23 +148,6 @@ fn two_runtimes_submitting_at_once() {
     }
     let publishes = follow(&mixed, &STEPS);
     assert!(publishes.iter().filter(|(_, p)| p.whole).count() > 1);
-}
-
-/// Sets every `runtime` field of a record's JSON to `id`.
-fn set_runtime(value: &mut serde_json::Value, id: u32) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                if key == "runtime" {
-                    *v = serde_json::json!(id);
-                } else {
-                    set_runtime(v, id);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| set_runtime(v, id)),
-        _ => {}
-    }
 }
 
 /// In file order, a publish after the first finishes what arrived since and what is still
