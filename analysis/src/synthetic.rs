@@ -645,6 +645,34 @@ pub fn range_on_first_thread(name: AnnotationId, start_ns: u64, end_ns: u64) -> 
     })
 }
 
+/// `records` with every `runtime` field set to `id`: a second runtime's copy of a trace
+/// (tests).
+#[cfg(test)]
+pub(crate) fn on_runtime(records: &[Record], id: u32) -> Vec<Record> {
+    fn set(value: &mut serde_json::Value, id: u32) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    if key == "runtime" {
+                        *v = serde_json::json!(id);
+                    } else {
+                        set(v, id);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| set(v, id)),
+            _ => {}
+        }
+    }
+    (records.iter())
+        .map(|r| {
+            let mut value = serde_json::to_value(r).expect("a record as JSON");
+            set(&mut value, id);
+            serde_json::from_value(value).expect("a record from JSON")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -678,32 +706,4 @@ mod tests {
         }
         assert_eq!(ops, 2 * 10);
     }
-}
-
-/// `records` with every `runtime` field set to `id`: a second runtime's copy of a trace
-/// (tests).
-#[cfg(test)]
-pub(crate) fn on_runtime(records: &[Record], id: u32) -> Vec<Record> {
-    fn set(value: &mut serde_json::Value, id: u32) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, v) in map.iter_mut() {
-                    if key == "runtime" {
-                        *v = serde_json::json!(id);
-                    } else {
-                        set(v, id);
-                    }
-                }
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| set(v, id)),
-            _ => {}
-        }
-    }
-    (records.iter())
-        .map(|r| {
-            let mut value = serde_json::to_value(r).expect("a record as JSON");
-            set(&mut value, id);
-            serde_json::from_value(value).expect("a record from JSON")
-        })
-        .collect()
 }
