@@ -1171,6 +1171,7 @@ impl<S: Sink> Out<S> {
         }
         slice.start_ns = self.origin.time(slice.start_ns);
         slice.end_ns = self.origin.time(slice.end_ns);
+        slice.bind_ns = self.origin.time(slice.bind_ns);
         self.counts.slices += 1;
         if slice.args.kind == RegionKind::NativeGraph {
             self.counts.native_graph_slices += 1;
