@@ -393,6 +393,21 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
             failed = true;
             continue;
         }
+        // Processes of this recording that reported this file, whose trace it does not
+        // hold: started at once, one replaced the other's (a break-it pass: `sh -c 'a & b &
+        // wait'` kept one trace in 4 of 4 runs and said nothing). Said, the file still
+        // summarised as the one it holds.
+        if let (Some(holder), Some(reporters)) = (crate::traces::session_pid(&path), reporters) {
+            let mut lost: Vec<u32> = (reporters.iter().copied())
+                .filter(|&pid| pid != holder)
+                .collect();
+            lost.sort_unstable();
+            lost.dedup();
+            if !lost.is_empty() {
+                report_sibling_lost(&path, program, &lost, holder);
+                failed = true;
+            }
+        }
         note_death(&path, &reaped);
         match crate::info::read(&path) {
             Ok(stats)
@@ -541,6 +556,31 @@ fn report_replaced(path: &Path, program: &OsStr, reporters: Option<&Vec<u32>>, o
             pids.join(", ")
         ))
         .hint("give each recording a file of its own (`-o run-%p.hrxt` or `-o run-%n.hrxt`)"),
+    ));
+}
+
+/// Says that the traces of processes `lost` of `program`, which reported recording into
+/// `path`, are lost: another of its processes (`holder`, whose `SessionStart` the file
+/// holds) replaced them, the two having found the name free at once. An error: `record`
+/// then exits 2 where the program exited 0.
+fn report_sibling_lost(path: &Path, program: &OsStr, lost: &[u32], holder: u32) {
+    let pids: Vec<String> = lost.iter().map(u32::to_string).collect();
+    crate::failure::report(&anyhow::Error::new(
+        Failure::new(format!(
+            "the trace of {} {} of {} is lost: it recorded into {}, which another of its \
+             processes (pid {holder}), started at the same moment, replaced with its own \
+             trace; {} holds pid {holder}'s",
+            if lost.len() == 1 {
+                "process"
+            } else {
+                "processes"
+            },
+            pids.join(", "),
+            name(program),
+            path.shown(),
+            path.shown(),
+        ))
+        .hint("give each process a file of its own (`-o run-%p.hrxt`)"),
     ));
 }
 

@@ -160,13 +160,15 @@ pub const HELD_SPANS: usize = 1 << 18;
 pub const KEEP_NEWEST: u64 = 4;
 
 /// Whether `held`'s flows out can all be decided now: it is done, and every submission
-/// waiting on it (held in `all`) is done or has its waiting region timed.
+/// waiting on it (held in `all`) has its waiting region timed. Not "done" alone: a
+/// submission's outcome and its regions' timings are recorded by different threads, each
+/// thread's records reaching the file in its own blocks (a consumer's timing read after its
+/// outcome lost its flow). A consumer region that never runs (cancelled) keeps its producer
+/// until the window settles it.
 fn decided(held: &Held, all: &IdMap<u64, Held>) -> bool {
     held.done
-        && held.waited_by.iter().all(|&(consumer, region, _)| {
-            all.get(&consumer.0)
-                .is_none_or(|c| c.done || c.timed(region))
-        })
+        && (held.waited_by.iter())
+            .all(|&(consumer, region, _)| all.get(&consumer.0).is_none_or(|c| c.timed(region)))
 }
 
 #[cfg(test)]
@@ -1380,10 +1382,9 @@ impl<S: Sink> Pass<S> {
                 break;
             };
             // Past the window's horizon only while the held timings are past half the bound,
-            // and only a submission whose flows out can all be decided now: done, and every
-            // later one waiting on it done or timed where it waits (one written while a
-            // consumer's timing was still to come lost that flow silently: a second
-            // break-it pass, 7% of the flows of 64 submissions in flight).
+            // and only a submission whose flows out can all be decided now ([`decided`]: one
+            // written while a consumer's timing was still to come lost that flow silently, a
+            // second break-it pass: 7% of the flows of 64 submissions in flight).
             if submission >= horizon
                 && (rt.spans <= bound / 2
                     || !rt
