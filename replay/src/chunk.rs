@@ -1197,7 +1197,16 @@ pub(crate) mod tests {
         let whole = crate::replay_file(&path, &options(most)).expect("replayed");
         let chunked = crate::replay_file(&path, &options(4 * 4)).expect("replayed");
         let single = crate::replay_file(&path, &options(1)).expect("replayed");
-        for report in [&whole, &chunked, &single] {
+        // A chunk holds every repeat's timings: the budget is shared by the repeats.
+        let repeated = crate::replay_file(&path, &options(most).repeat(4)).expect("replayed");
+        assert!(
+            repeated.notes.iter().any(|n| n.contains(&format!(
+                "region and operation timings ({most} over 4 repeats)"
+            ))),
+            "{:?}",
+            repeated.notes
+        );
+        for report in [&whole, &chunked, &single, &repeated] {
             assert_eq!(report.exit_code(), 0, "{:?}", report.notes);
             assert_eq!(report.summary.submissions, 12, "{:?}", report.summary);
         }

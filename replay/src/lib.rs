@@ -253,7 +253,8 @@ pub fn replay_file_reading(
     // by another first pass, sized by the heaviest chunk: where they come unevenly,
     // checked again.
     for _ in 0..3 {
-        let Some(size) = index.size_within(options.chunk_blob_bytes, options.chunk_timings) else {
+        let timings = options.chunk_timings_per_repeat();
+        let Some(size) = index.size_within(options.chunk_blob_bytes, timings) else {
             break;
         };
         index = chunk::index(open()?, size);

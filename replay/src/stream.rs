@@ -974,17 +974,20 @@ pub(crate) fn replay_stream<R: Read>(
     let size = chunker.index().size();
     if size < options.chunk_submissions && chunks > 1 {
         // Why: the contents a chunk brings in, or the timings it holds.
-        let why = if size == 1 && chunker.index().timings_past(options.chunk_timings) {
+        let timings = options.chunk_timings_per_repeat();
+        let repeats = match options.repeat {
+            0 | 1 => String::new(),
+            n => format!(" ({} over {n} repeats)", options.chunk_timings),
+        };
+        let why = if size == 1 && chunker.index().timings_past(timings) {
             format!(
-                "one submission holds more than {} region and operation timings",
-                options.chunk_timings
+                "one submission holds more than {timings} region and operation timings{repeats}"
             )
         } else {
             format!(
                 "a chunk of that many would have held more than {} of captured contents or \
-                 {} region and operation timings",
+                 {timings} region and operation timings{repeats}",
                 hrx_analysis::units::bytes(options.chunk_blob_bytes),
-                options.chunk_timings
             )
         };
         chunker_notes.push(format!(
