@@ -474,11 +474,21 @@ fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
             })
     });
     // A sibling reports its file just after it creates it (with its `SessionStart`): one
-    // started beside this process may not have yet. Asked again for a while before it is
-    // called another recording's (`sh -c 'a & b & wait'` read "written by another
-    // recording" of its sibling in 3 of 3 runs: a break-it pass).
+    // started beside this process may not have yet (`sh -c 'a & b & wait'` read "written
+    // by another recording" of its sibling in 3 of 3 runs: a break-it pass). Where the
+    // writer's environment cannot tell, the reports are asked again for a while.
     let mut reporters = reporters_in_env(path);
-    if let (Some(pid), Some(_)) = (pid, &reporters) {
+    // A process of the same recording has this recording's reports directory in its
+    // environment: asked of it first, so that another recording's file costs no wait.
+    if let (Some(pid), Some(known)) = (pid, &mut reporters)
+        && !known.contains(&pid)
+        && same_recording(pid) == Some(true)
+    {
+        known.push(pid);
+    }
+    if let (Some(pid), Some(_)) = (pid, &reporters)
+        && same_recording(pid).is_none()
+    {
         for _ in 0..100 {
             if reporters.as_ref().is_none_or(|r| r.contains(&pid)) {
                 break;
@@ -500,6 +510,18 @@ fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
               another recording)"
             .into(),
     }
+}
+
+/// Whether process `pid` records for the same recording as this one: its environment names
+/// the same reports directory ([`TRACE_PATHS_ENV`]). `None` where its environment cannot be
+/// read (it has ended, or belongs to another user).
+fn same_recording(pid: u32) -> Option<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let ours = std::env::var_os(TRACE_PATHS_ENV).filter(|d| !d.is_empty())?;
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let key = format!("{TRACE_PATHS_ENV}=");
+    let theirs = (environ.split(|&b| b == 0)).find_map(|entry| entry.strip_prefix(key.as_bytes()));
+    Some(theirs == Some(ours.as_bytes()))
 }
 
 /// [`reporters_in`] the directory [`TRACE_PATHS_ENV`] names.
