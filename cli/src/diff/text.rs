@@ -269,7 +269,8 @@ pub(super) fn write_text(out: &mut impl Write, r: &Report<'_>) -> io::Result<()>
     };
     if past > 0 {
         one_sided.push_str(&format!(
-            "; {} past an incomplete trace's end, not compared",
+            "; {} an incomplete trace lacks (past its end, damaged or lost by its recorder), \
+             not compared",
             plural(past, "item")
         ));
     }
