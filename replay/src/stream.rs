@@ -998,7 +998,9 @@ pub(crate) fn replay_stream<R: Read>(
     }
     if chunks > 1 && options.per_op {
         chunker_notes.push(format!(
-            "per-operation timing compares the capture's operation times of the first {size} submissions only (the trace was replayed in chunks)"
+            "per-operation timing compares the capture's operation times of the first chunk's \
+             submissions only (chunks of up to {}: the trace was replayed in chunks)",
+            hrx_analysis::units::plural(size, "submission")
         ));
     }
     let mut report = fold.finish(
