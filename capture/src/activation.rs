@@ -434,9 +434,23 @@ fn create_unshared(
     } else {
         written_since_start(&path)
     };
+    // A name free when the recording started is taken only where it is still free, at once
+    // (`O_EXCL`): two processes of the recording that found it free together each took it,
+    // the later replacing the earlier's closed trace as an earlier recording's (a break-it
+    // pass: one trace of `sh -c 'a & b & wait'` lost in 4 of 4 runs).
+    let free_at_start =
+        session_file && std::env::var(TRACE_SESSION_ENV).is_ok_and(|before| before == "absent");
     if !sibling_wrote && ancestor_wrote.is_none() {
-        match Recorder::create(&path, options.clone()) {
+        let created = if free_at_start {
+            Recorder::create_new(&path, options.clone())
+        } else {
+            Recorder::create(&path, options.clone())
+        };
+        match created {
             Err(e) if taken(&e) => why = "is being written by another process".into(),
+            Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) && free_at_start => {
+                why = written_since_start(&path);
+            }
             Err(e) if kind(&e) == Some(std::io::ErrorKind::AlreadyExists) => {
                 why = "exists and is not an hrx trace (left as it is)".into();
             }
