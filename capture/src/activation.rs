@@ -494,15 +494,13 @@ fn written_since_start(path: &Path) -> std::borrow::Cow<'static, str> {
     let mut reporters = reporters_in_env(path);
     // A process of the same recording has this recording's reports directory in its
     // environment: asked of it first, so that another recording's file costs no wait.
-    if let (Some(pid), Some(known)) = (pid, &mut reporters)
+    let same = pid.and_then(same_recording);
+    if let (Some(pid), Some(known), Some(true)) = (pid, &mut reporters, same)
         && !known.contains(&pid)
-        && same_recording(pid) == Some(true)
     {
         known.push(pid);
     }
-    if let (Some(pid), Some(_)) = (pid, &reporters)
-        && same_recording(pid).is_none()
-    {
+    if let (Some(pid), Some(_), None) = (pid, &reporters, same) {
         for _ in 0..100 {
             if reporters.as_ref().is_none_or(|r| r.contains(&pid)) {
                 break;

@@ -386,9 +386,8 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         // first (a foreign trace is not read whole), then of the read summary itself (the
         // file may be replaced between the two).
         let reporters = reporters.get(absolute);
-        if let Some(other) =
-            crate::traces::replaced_by(crate::traces::session_pid(&path), reporters)
-        {
+        let holder = crate::traces::session_pid(&path);
+        if let Some(other) = crate::traces::replaced_by(holder, reporters) {
             report_replaced(&path, program, reporters, other);
             failed = true;
             continue;
@@ -397,7 +396,7 @@ fn record_program(args: &RecordArgs, host: hrx_replay::HostLoad) -> anyhow::Resu
         // hold: started at once, one replaced the other's (a break-it pass: `sh -c 'a & b &
         // wait'` kept one trace in 4 of 4 runs and said nothing). Said, the file still
         // summarised as the one it holds.
-        if let (Some(holder), Some(reporters)) = (crate::traces::session_pid(&path), reporters) {
+        if let (Some(holder), Some(reporters)) = (holder, reporters) {
             let mut lost: Vec<u32> = (reporters.iter().copied())
                 .filter(|&pid| pid != holder)
                 .collect();

@@ -1320,6 +1320,26 @@ struct Pass<S> {
 impl<S: Sink> Pass<S> {
     /// The held submission, or `None` when it was already written.
     fn held(&mut self, runtime: RuntimeId, submission: SubmissionIndex) -> Option<&mut Held> {
+        self.held_counting(runtime, submission, 0)
+    }
+
+    /// [`Pass::held`], for a timing to be held: counted in its runtime's held timings
+    /// ([`HELD_SPANS`]).
+    fn held_for_timing(
+        &mut self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+    ) -> Option<&mut Held> {
+        self.held_counting(runtime, submission, 1)
+    }
+
+    /// [`Pass::held`], adding `timings` to the runtime's held ones where it is held.
+    fn held_counting(
+        &mut self,
+        runtime: RuntimeId,
+        submission: SubmissionIndex,
+        timings: usize,
+    ) -> Option<&mut Held> {
         let at = match self.runtimes.iter().position(|(r, _)| *r == runtime) {
             Some(at) => at,
             None => {
@@ -1329,20 +1349,16 @@ impl<S: Sink> Pass<S> {
         };
         let rt = &mut self.runtimes[at].1;
         let free = &mut self.scratch.free;
+        if submission.0 >= rt.written_below {
+            rt.spans += timings;
+            #[cfg(test)]
+            MOST_HELD_FOR_TEST.with(|most| most.set(most.get().max(rt.spans)));
+        }
         (submission.0 >= rt.written_below).then(|| {
             rt.held
                 .entry(submission.0)
                 .or_insert_with(|| free.pop().unwrap_or_default())
         })
-    }
-
-    /// Counts a timing held for a submission of `runtime` ([`HELD_SPANS`]).
-    fn count_held(&mut self, runtime: RuntimeId) {
-        if let Some((_, rt)) = self.runtimes.iter_mut().find(|(r, _)| *r == runtime) {
-            rt.spans += 1;
-            #[cfg(test)]
-            MOST_HELD_FOR_TEST.with(|most| most.set(most.get().max(rt.spans)));
-        }
     }
 
     /// Writes every submission of `runtime` below `newest - 2 * WINDOW`, oldest first
@@ -1893,11 +1909,10 @@ impl<S: Sink> Visitor for Pass<S> {
 
     fn span(&mut self, index: &Index, span: &JoinedSpan) {
         let region = index.region(span.region).index;
-        match self.held(span.runtime, span.submission) {
+        match self.held_for_timing(span.runtime, span.submission) {
             Some(held) => {
                 held.spans.push((region, *span));
                 held.timed.insert(region);
-                self.count_held(span.runtime);
             }
             None => {
                 // Its submission was written already: a slice without flows.
@@ -1921,11 +1936,8 @@ impl<S: Sink> Visitor for Pass<S> {
     }
 
     fn op_span(&mut self, index: &Index, span: &JoinedSpan, node: NodeIndex) {
-        match self.held(span.runtime, span.submission) {
-            Some(held) => {
-                held.ops.push((node, *span));
-                self.count_held(span.runtime);
-            }
+        match self.held_for_timing(span.runtime, span.submission) {
+            Some(held) => held.ops.push((node, *span)),
             // Its submission was written already: at its own times.
             None => write_op_slice(index, &mut self.out, span, node, None, None),
         }

@@ -435,9 +435,9 @@ impl Report {
                 }
             );
             let listed = Listed::of(
-                self.timing.len(),
-                |i| self.timing[i].regression,
-                |i| longest(self.timing[i].captured, self.timing[i].replayed),
+                &self.timing,
+                |t| t.regression,
+                |t| longest(t.captured, t.replayed),
             );
             let rows: Vec<Vec<String>> = (listed.rows.iter())
                 .map(|&i| &self.timing[i])
@@ -501,9 +501,9 @@ impl Report {
                 ));
             }
             let listed = Listed::of(
-                self.op_timing.len(),
-                |i| self.op_timing[i].regression,
-                |i| longest(self.op_timing[i].captured, self.op_timing[i].replayed),
+                &self.op_timing,
+                |t| t.regression,
+                |t| longest(t.captured, t.replayed),
             );
             let rows: Vec<Vec<String>> = (listed.rows.iter())
                 .map(|&i| &self.op_timing[i])
@@ -608,9 +608,9 @@ impl Report {
             }))
             .collect();
         let listed = Listed::of(
-            judged.len(),
-            |i| judged[i].3.regression,
-            |i| longest(Some(judged[i].3.baseline), judged[i].4),
+            &judged,
+            |(.., b, _)| b.regression,
+            |&(.., b, replayed)| longest(Some(b.baseline), replayed),
         );
         let rows: Vec<Vec<String>> = (listed.rows.iter())
             .map(|&i| {
@@ -720,9 +720,11 @@ struct Listed {
 }
 
 impl Listed {
-    /// The rows of a table of `len`, `slow(i)` saying whether row `i` is SLOW and
-    /// `weight(i)` how long it took (ns).
-    fn of(len: usize, slow: impl Fn(usize) -> bool, weight: impl Fn(usize) -> u64) -> Self {
+    /// The rows of a table of `items`, `slow` saying whether one is SLOW and `weight` how
+    /// long it took (ns).
+    fn of<T>(items: &[T], slow: impl Fn(&T) -> bool, weight: impl Fn(&T) -> u64) -> Self {
+        let len = items.len();
+        let (slow, weight) = (|i: usize| slow(&items[i]), |i: usize| weight(&items[i]));
         if len <= LISTED_ROWS {
             return Self {
                 rows: (0..len).collect(),
